@@ -1,0 +1,1 @@
+"""Pulumi components, one per module; `Kiam` composes the others."""

@@ -1,0 +1,163 @@
+"""kiam-agent: a DaemonSet on every node except the server nodes, intercepting the metadata API."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import flags, labels, naming
+from settings.agent import AgentSettings
+from settings.node_group import TaintSettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentArgs:
+    """Inputs of `KiamAgent`."""
+
+    settings: AgentSettings
+    """Agent settings."""
+    namespace: pulumi.Input[str]
+    """Namespace of the DaemonSet."""
+    server_address: str
+    """`host:port` of the headless server Service; the host is a SAN of the server certificate."""
+    server_node_taint: TaintSettings
+    """The server nodes' taint and label: agents must never run there."""
+    tls_secret: k8s.core.v1.Secret
+    """Agent certificate Secret."""
+    wait_for: Sequence[pulumi.Resource]
+    """Resources that must be Ready first: the server Deployment. An agent that starts with no
+    server to dial exits and crash-loops (kiam #168, #358)."""
+
+
+class KiamAgent(pulumi.ComponentResource):
+    """The agent DaemonSet and its ServiceAccount."""
+
+    daemon_set: k8s.apps.v1.DaemonSet
+    """The agent DaemonSet."""
+
+    def __init__(
+        self, name: str, args: AgentArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("kiam:index:Agent", name, None, opts)
+        s = args.settings
+        meta_labels = labels.object_labels("agent", s.image)
+        account = k8s.core.v1.ServiceAccount(
+            name,
+            metadata={
+                "name": naming.AGENT_NAME,
+                "namespace": args.namespace,
+                "labels": meta_labels,
+            },
+            # The agent never calls the Kubernetes API; give its pods no token.
+            automount_service_account_token=False,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.daemon_set = k8s.apps.v1.DaemonSet(
+            name,
+            metadata={
+                "name": naming.AGENT_NAME,
+                "namespace": args.namespace,
+                "labels": meta_labels,
+            },
+            spec={
+                "selector": {"matchLabels": labels.selector_labels("agent")},
+                # No surge: the agent holds a host port, two on one node cannot both start.
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+                "template": {
+                    "metadata": {"labels": meta_labels},
+                    "spec": _pod_spec(args, account.metadata.name),
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for)),
+        )
+        self.register_outputs({"daemon_set": self.daemon_set})
+
+
+def _pod_spec(args: AgentArgs, service_account: pulumi.Input[str]) -> dict[str, Any]:
+    s = args.settings
+    taint = args.server_node_taint
+    return {
+        "serviceAccountName": service_account,
+        "automountServiceAccountToken": False,
+        "priorityClassName": s.priority_class_name,
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "terminationGracePeriodSeconds": 30,
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    # NotIn also matches nodes without the label, i.e. every workload node.
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": taint.key, "operator": "NotIn", "values": [taint.value]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+        "tolerations": [t.model_dump(exclude_none=True) for t in s.tolerations],
+        "containers": [
+            {
+                "name": "kiam-agent",
+                "image": s.image,
+                "command": ["/kiam"],
+                "args": flags.agent_flags(s, server_address=args.server_address),
+                "env": [
+                    {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+                ],
+                "ports": [
+                    {"name": "http", "containerPort": s.port, "protocol": "TCP"},
+                    {"name": "metrics", "containerPort": s.metrics_port, "protocol": "TCP"},
+                ],
+                "livenessProbe": {
+                    "httpGet": {"path": "/ping", "port": s.port},
+                    "initialDelaySeconds": 5,
+                    "periodSeconds": 10,
+                    "timeoutSeconds": 5,
+                },
+                # Ready only once it can reach a server, so a rollout stops on agents that cannot.
+                "readinessProbe": {
+                    "httpGet": {"path": "/health?deep=1", "port": s.port},
+                    "initialDelaySeconds": 5,
+                    "periodSeconds": 10,
+                    "timeoutSeconds": 5,
+                },
+                "resources": {
+                    "requests": {
+                        "cpu": s.resources.cpu_request,
+                        "memory": s.resources.memory_request,
+                    },
+                    "limits": {"memory": s.resources.memory_limit},
+                },
+                "securityContext": {
+                    # iptables must run as root; it needs NET_ADMIN for the rule and NET_RAW for the
+                    # raw socket iptables-legacy opens. Nothing else.
+                    "runAsUser": 0,
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN", "NET_RAW"]},
+                },
+                "volumeMounts": [
+                    {"name": "tls", "mountPath": naming.TLS_MOUNT, "readOnly": True},
+                    # Shared with kube-proxy and the CNI so iptables writers take turns.
+                    {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
+                ],
+            }
+        ],
+        "volumes": [
+            {
+                "name": "tls",
+                "secret": {"secretName": args.tls_secret.metadata.name, "defaultMode": 0o400},
+            },
+            {
+                "name": "xtables-lock",
+                "hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"},
+            },
+        ],
+    }

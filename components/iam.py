@@ -1,0 +1,102 @@
+"""The IAM chain: server node role -> kiam-server role -> application roles (by pattern only)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components import policies
+from settings.cluster import ClusterSettings
+from settings.iam import IamSettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class IamArgs:
+    """Inputs of `KiamIam`."""
+
+    cluster: ClusterSettings
+    """Account, region and partition of the roles."""
+    iam: IamSettings
+    """Role paths and the application-role pattern."""
+
+
+class KiamIam(pulumi.ComponentResource):
+    """The server nodes' instance role and the kiam-server role it alone may assume."""
+
+    node_role: aws.iam.Role
+    """Instance role of the dedicated server nodes."""
+    node_policy_attachments: list[aws.iam.RolePolicyAttachment]
+    """The EKS worker policies on the node role; the node group must wait for them."""
+    server_role: aws.iam.Role
+    """The role kiam-server assumes (`--assume-role-arn`) to assume application roles."""
+    role_base_arn: str
+    """kiam's `--role-base-arn`."""
+    application_role_pattern: str
+    """The ARN pattern the server may assume."""
+
+    def __init__(
+        self, name: str, args: IamArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("kiam:index:Iam", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        partition, account = args.cluster.partition, args.cluster.account_id
+
+        self.node_role = aws.iam.Role(
+            f"{name}-server-node",
+            path=args.iam.kiam_role_path,
+            description=f"kiam server nodes of EKS cluster {args.cluster.name}",
+            assume_role_policy=json.dumps(policies.ec2_trust_policy()),
+            opts=child,
+        )
+        # Keyed by policy name, not position: reordering the list never replaces an attachment.
+        self.node_policy_attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-server-node-{policy}",
+                role=self.node_role.name,
+                policy_arn=policies.managed_policy_arn(partition, policy),
+                opts=child,
+            )
+            for policy in policies.NODE_MANAGED_POLICIES
+        ]
+        self.server_role = aws.iam.Role(
+            f"{name}-server",
+            path=args.iam.kiam_role_path,
+            description=f"kiam-server of EKS cluster {args.cluster.name}",
+            assume_role_policy=self.node_role.arn.apply(
+                lambda arn: json.dumps(policies.role_trust_policy(arn))
+            ),
+            # Role chaining caps sessions at an hour whatever this says; keep the two aligned.
+            max_session_duration=3600,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-server-node-assume-server",
+            role=self.node_role.name,
+            policy=self.server_role.arn.apply(
+                lambda arn: json.dumps(policies.assume_role_policy(arn, "AssumeKiamServerRole"))
+            ),
+            opts=child,
+        )
+        self.application_role_pattern = policies.application_role_pattern(
+            partition, account, args.iam
+        )
+        aws.iam.RolePolicy(
+            f"{name}-server-assume-applications",
+            role=self.server_role.name,
+            policy=json.dumps(
+                policies.assume_role_policy(self.application_role_pattern, "AssumeApplicationRoles")
+            ),
+            opts=child,
+        )
+        self.role_base_arn = policies.role_base_arn(partition, account, args.iam)
+        self.register_outputs(
+            {
+                "node_role": self.node_role,
+                "server_role": self.server_role,
+                "role_base_arn": self.role_base_arn,
+                "application_role_pattern": self.application_role_pattern,
+            }
+        )

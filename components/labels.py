@@ -1,0 +1,35 @@
+"""Kubernetes labels of kiam's objects, built in one place so selectors can never drift apart."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Role = Literal["server", "agent"]
+
+NAME = "kiam"
+HOSTNAME_TOPOLOGY = "kubernetes.io/hostname"
+ZONE_TOPOLOGY = "topology.kubernetes.io/zone"
+# EKS puts this label on every node of a managed node group; its value is the group's name.
+NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
+
+
+def selector_labels(role: Role) -> dict[str, str]:
+    """The labels a selector matches: server pods and agent pods never match each other's."""
+    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": role}
+
+
+def object_labels(role: Role, image: str) -> dict[str, str]:
+    """Labels for an object's metadata and pod template: the selector plus bookkeeping."""
+    return {
+        **selector_labels(role),
+        "app.kubernetes.io/part-of": NAME,
+        "app.kubernetes.io/managed-by": "pulumi",
+        "app.kubernetes.io/version": image_version(image),
+    }
+
+
+def image_version(image: str) -> str:
+    """The tag of a pinned image, or a digest prefix, as a valid label value."""
+    if "@sha256:" in image:
+        return "sha256-" + image.split("@sha256:", 1)[1][:12]
+    return image.rsplit(":", 1)[1][:63]

@@ -1,0 +1,33 @@
+"""Names that are interfaces between components: what agents dial and what the certificate covers."""
+
+from __future__ import annotations
+
+SERVER_NAME = "kiam-server"
+AGENT_NAME = "kiam-agent"
+TLS_MOUNT = "/etc/kiam/tls"
+# kubernetes.io/tls Secret keys; kiam reads the files by these names from the mounted directory.
+TLS_FLAGS = [
+    f"--cert={TLS_MOUNT}/tls.crt",
+    f"--key={TLS_MOUNT}/tls.key",
+    f"--ca={TLS_MOUNT}/ca.crt",
+]
+
+
+def service_dns_names(service: str, namespace: str, cluster_domain: str) -> list[str]:
+    """Every name a client may use for the server Service, plus `localhost` for in-pod checks."""
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.{cluster_domain}",
+        "localhost",
+    ]
+
+
+def agent_server_address(service: str, namespace: str, cluster_domain: str, port: int) -> str:
+    """What agents pass as `--server-address`: the headless Service's fully qualified name.
+
+    Fully qualified because agents use host networking, so no search path can be assumed; it is
+    one of `service_dns_names`, which the server certificate carries.
+    """
+    return f"{service}.{namespace}.svc.{cluster_domain}:{port}"

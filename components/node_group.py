@@ -1,0 +1,110 @@
+"""The dedicated, tainted EKS managed node group that only kiam servers run on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from settings.node_group import NodeGroupSettings
+
+# Server pods are not host-networked, so their IMDS calls (for the node role's credentials) cross
+# one extra hop; with IMDSv2 the default limit of 1 would drop the response.
+IMDS_HOP_LIMIT = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeGroupArgs:
+    """Inputs of `ServerNodeGroup`."""
+
+    cluster_name: str
+    """The EKS cluster the group joins."""
+    kubernetes_version: str
+    """Kubernetes minor version of the nodes; bump it after a control-plane upgrade."""
+    settings: NodeGroupSettings
+    """Sizes, subnets, instance types, taint."""
+    node_role_arn: pulumi.Input[str]
+    """Instance role of the nodes."""
+    node_role_policies: Sequence[pulumi.Resource]
+    """Policy attachments the nodes need before they can join the cluster."""
+
+
+class ServerNodeGroup(pulumi.ComponentResource):
+    """An EKS managed node group, tainted and labelled for kiam servers, spread over zones."""
+
+    node_group: aws.eks.NodeGroup
+    """The managed node group."""
+    node_group_name: pulumi.Output[str]
+    """Its generated name, which EKS also puts on each node as `eks.amazonaws.com/nodegroup`."""
+
+    def __init__(
+        self, name: str, args: NodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("kiam:index:ServerNodeGroup", name, None, opts)
+        s = args.settings
+        launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-launch-template",
+            name_prefix=f"{args.cluster_name}-kiam-server-",
+            description="kiam server nodes: IMDSv2 only, encrypted root volume",
+            update_default_version=True,
+            metadata_options={
+                "http_endpoint": "enabled",
+                "http_tokens": "required",
+                "http_put_response_hop_limit": IMDS_HOP_LIMIT,
+            },
+            block_device_mappings=[
+                {
+                    "device_name": _root_device(s.ami_type),
+                    "ebs": {
+                        "volume_size": s.disk_size_gib,
+                        "volume_type": "gp3",
+                        "encrypted": "true",
+                        "delete_on_termination": "true",
+                    },
+                }
+            ],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        taint = s.taint
+        self.node_group = aws.eks.NodeGroup(
+            name,
+            cluster_name=args.cluster_name,
+            # A prefix, never a fixed name: a replacement group must coexist with the old one.
+            node_group_name_prefix="kiam-server-",
+            node_role_arn=args.node_role_arn,
+            subnet_ids=[subnet.id for subnet in s.subnets],
+            instance_types=list(s.instance_types),
+            capacity_type=s.capacity_type,
+            ami_type=s.ami_type,
+            version=args.kubernetes_version,
+            scaling_config={
+                "min_size": s.min_size,
+                "desired_size": s.desired_size,
+                "max_size": s.max_size,
+            },
+            update_config={"max_unavailable": s.max_unavailable},
+            labels={**s.labels, taint.key: taint.value},
+            taints=[{"key": taint.key, "value": taint.value, "effect": taint.effect}],
+            launch_template={
+                "id": launch_template.id,
+                "version": launch_template.latest_version.apply(str),
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # Nodes without the worker and CNI policies never join; EKS then fails the group.
+                depends_on=list(args.node_role_policies),
+                # Replacement must stay create-before-delete (the default): the server Deployment
+                # moves to the new group and is Ready before the old group is drained.
+                delete_before_replace=False,
+                custom_timeouts=pulumi.CustomTimeouts(create="40m", update="60m", delete="40m"),
+            ),
+        )
+        self.node_group_name = self.node_group.node_group_name
+        self.register_outputs({"node_group_name": self.node_group_name})
+
+
+def _root_device(ami_type: str) -> str:
+    # Bottlerocket keeps containers on its second volume; AL2023 on the root volume.
+    return "/dev/xvdb" if ami_type.startswith("BOTTLEROCKET") else "/dev/xvda"

@@ -1,0 +1,263 @@
+"""kiam-server as a Deployment on the dedicated nodes, with its RBAC, headless Service and PDB."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import flags, labels, naming
+from settings.node_group import TaintSettings
+from settings.server import ServerSettings
+
+NOBODY = 65534  # The server needs no root: an unprivileged port, no capabilities, read-only files.
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerArgs:
+    """Inputs of `KiamServer`."""
+
+    settings: ServerSettings
+    """Server settings."""
+    namespace: pulumi.Input[str]
+    """Namespace of every namespaced object."""
+    region: str
+    """AWS region, for kiam's regional STS endpoint."""
+    node_group_name: pulumi.Input[str]
+    """Name of the dedicated node group. Pinning pods to it by name is what makes a node group
+    replacement roll the Deployment onto the new nodes (and wait) before the old ones go."""
+    node_taint: TaintSettings
+    """The taint dedicating the node group; the servers tolerate exactly it."""
+    server_role_arn: pulumi.Input[str]
+    """`--assume-role-arn`."""
+    role_base_arn: str
+    """`--role-base-arn`."""
+    tls_secret: k8s.core.v1.Secret
+    """Server certificate Secret."""
+    extra_pod_labels: dict[str, str] | None = None
+    """Labels added to server pods only (e.g. so an old install's Service also selects them)."""
+
+
+class KiamServer(pulumi.ComponentResource):
+    """The kiam-server Deployment and everything it needs to be reachable and safe to disrupt."""
+
+    deployment: k8s.apps.v1.Deployment
+    """The server Deployment; agents are created only once it is Ready."""
+    service: k8s.core.v1.Service
+    """The headless Service agents dial."""
+
+    def __init__(
+        self, name: str, args: ServerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("kiam:index:Server", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        s = args.settings
+        meta_labels = labels.object_labels("server", s.image)
+        selector = labels.selector_labels("server")
+
+        def metadata(object_name: str, namespaced: bool = True) -> dict[str, Any]:
+            return {
+                "name": object_name,
+                "labels": meta_labels,
+                **({"namespace": args.namespace} if namespaced else {}),
+            }
+
+        account = k8s.core.v1.ServiceAccount(
+            name, metadata=metadata(naming.SERVER_NAME), opts=child
+        )
+        role = k8s.rbac.v1.ClusterRole(
+            name,
+            metadata=metadata(naming.SERVER_NAME, namespaced=False),
+            rules=[
+                # Pod and namespace informers: which role a pod asks for, which a namespace permits.
+                {
+                    "apiGroups": [""],
+                    "resources": ["pods", "namespaces"],
+                    "verbs": ["get", "list", "watch"],
+                },
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+            ],
+            opts=child,
+        )
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            name,
+            metadata=metadata(naming.SERVER_NAME, namespaced=False),
+            role_ref={
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role.metadata.name,
+            },
+            subjects=[
+                {
+                    "kind": "ServiceAccount",
+                    "name": account.metadata.name,
+                    "namespace": args.namespace,
+                }
+            ],
+            opts=child,
+        )
+        self.service = k8s.core.v1.Service(
+            name,
+            metadata=metadata(s.service_name),
+            spec={
+                # Headless: DNS returns every server pod, and gRPC balances over all of them.
+                "clusterIP": "None",
+                "selector": selector,
+                "ports": [
+                    {"name": "grpc", "port": s.grpc_port, "targetPort": "grpc", "protocol": "TCP"},
+                    {
+                        "name": "metrics",
+                        "port": s.metrics_port,
+                        "targetPort": "metrics",
+                        "protocol": "TCP",
+                    },
+                ],
+            },
+            opts=child,
+        )
+        k8s.policy.v1.PodDisruptionBudget(
+            name,
+            metadata=metadata(naming.SERVER_NAME),
+            spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}},
+            opts=child,
+        )
+        rollout_seconds = s.rollout_timeout_minutes * 60
+        timeout = f"{s.rollout_timeout_minutes}m"
+        self.deployment = k8s.apps.v1.Deployment(
+            name,
+            metadata=metadata(naming.SERVER_NAME),
+            spec={
+                "replicas": s.replicas,
+                "selector": {"matchLabels": selector},
+                # One server at a time, no surge: with hard anti-affinity and one node per server,
+                # a surge pod would have nowhere to go and the rollout would never finish.
+                "strategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+                },
+                "minReadySeconds": 10,
+                # Kubernetes must not give up on a rollout before `pulumi up` does (nodes booting).
+                "progressDeadlineSeconds": rollout_seconds,
+                "template": {
+                    "metadata": {"labels": {**meta_labels, **(args.extra_pod_labels or {})}},
+                    "spec": self._pod_spec(args, account.metadata.name),
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # RBAC and the Service must exist before servers start, or the first rollout
+                # waits on pods that cannot sync their informers or be found by agents.
+                depends_on=[binding, self.service],
+                # Long enough for a replacement node group's nodes to boot and join.
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+            ),
+        )
+        self.register_outputs({"deployment": self.deployment, "service": self.service})
+
+    @staticmethod
+    def _pod_spec(args: ServerArgs, service_account: pulumi.Input[str]) -> dict[str, Any]:
+        s = args.settings
+        taint = args.node_taint
+        probe = {
+            "exec": {"command": flags.health_command(s)},
+            "periodSeconds": 10,
+            "timeoutSeconds": 10,
+            "failureThreshold": 3,
+        }
+        selector = labels.selector_labels("server")
+        return {
+            "serviceAccountName": service_account,
+            "priorityClassName": s.priority_class_name,
+            "terminationGracePeriodSeconds": 30,
+            "nodeSelector": {labels.NODE_GROUP_LABEL: args.node_group_name},
+            "tolerations": [
+                {
+                    "key": taint.key,
+                    "operator": "Equal",
+                    "value": taint.value,
+                    "effect": taint.kubernetes_effect,
+                },
+                # Leave a dead node quickly; never `unschedulable` (drains must move the servers)
+                # and never a blanket toleration (EKS node updates would fail to evict).
+                *(
+                    {
+                        "key": key,
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                        "tolerationSeconds": s.unhealthy_node_toleration_seconds,
+                    }
+                    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+                ),
+            ],
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": selector},
+                            "topologyKey": labels.HOSTNAME_TOPOLOGY,
+                        }
+                    ]
+                }
+            },
+            # Prefer, not require, zone balance: anti-affinity already separates hosts, and a
+            # missing node in one zone must not leave a server Pending.
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": labels.ZONE_TOPOLOGY,
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": selector},
+                }
+            ],
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": NOBODY,
+                "runAsGroup": NOBODY,
+                "fsGroup": NOBODY,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": "kiam-server",
+                    "image": s.image,
+                    "command": ["/kiam"],
+                    "args": pulumi.Output.from_input(args.server_role_arn).apply(
+                        lambda arn: flags.server_flags(
+                            s,
+                            region=args.region,
+                            role_base_arn=args.role_base_arn,
+                            assume_role_arn=arn,
+                        )
+                    ),
+                    "ports": [
+                        {"name": "grpc", "containerPort": s.grpc_port, "protocol": "TCP"},
+                        {"name": "metrics", "containerPort": s.metrics_port, "protocol": "TCP"},
+                    ],
+                    "readinessProbe": {**probe, "initialDelaySeconds": 5},
+                    "livenessProbe": {**probe, "initialDelaySeconds": 30},
+                    "resources": {
+                        "requests": {
+                            "cpu": s.resources.cpu_request,
+                            "memory": s.resources.memory_request,
+                        },
+                        "limits": {"memory": s.resources.memory_limit},
+                    },
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "volumeMounts": [
+                        {"name": "tls", "mountPath": naming.TLS_MOUNT, "readOnly": True}
+                    ],
+                }
+            ],
+            "volumes": [
+                {
+                    "name": "tls",
+                    "secret": {"secretName": args.tls_secret.metadata.name, "defaultMode": 0o440},
+                }
+            ],
+        }

@@ -1,0 +1,103 @@
+"""The AWS and Kubernetes providers, created once per stack and handed down to every component."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from settings.stack import StackSettings
+
+
+@dataclass(frozen=True)
+class Providers:
+    """The explicit providers of one stack: nothing uses the ambient default providers."""
+
+    aws: aws.Provider
+    kubernetes: k8s.Provider
+
+    def as_list(self) -> list[pulumi.ProviderResource]:
+        """For `ResourceOptions(providers=...)`: children pick theirs by package."""
+        return [self.aws, self.kubernetes]
+
+
+def create_providers(settings: StackSettings) -> Providers:
+    """An AWS provider pinned to the stack's account and region, and a Kubernetes provider for its cluster."""
+    cluster = settings.cluster
+    aws_provider = aws.Provider(
+        "aws",
+        region=cluster.region,
+        # Credentials for another account make `pulumi up` fail instead of touching that account.
+        allowed_account_ids=[cluster.account_id],
+        default_tags={"tags": {"kiam:cluster": cluster.name, "kiam:managed-by": "pulumi"}},
+    )
+    if settings.kubeconfig is not None:
+        kubeconfig: pulumi.Input[str] = pulumi.Output.secret(settings.kubeconfig.get_secret_value())
+    else:
+        kubeconfig = _cluster_kubeconfig(settings, aws_provider)
+    kubernetes = k8s.Provider(
+        "kubernetes",
+        kubeconfig=kubeconfig,
+        # Never fall back to another cluster's current context.
+        cluster_identifier=cluster.name,
+    )
+    return Providers(aws=aws_provider, kubernetes=kubernetes)
+
+
+def _cluster_kubeconfig(settings: StackSettings, provider: aws.Provider) -> pulumi.Output[str]:
+    cluster = settings.cluster
+    invoke = pulumi.InvokeOutputOptions(provider=provider)
+    eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke)
+    if cluster.kubernetes_auth == "token":
+        token: pulumi.Input[str] = aws.eks.get_cluster_auth_output(
+            name=cluster.name, opts=invoke
+        ).token
+        user: pulumi.Output[dict[str, Any]] = pulumi.Output.from_input(token).apply(
+            lambda t: {"token": t}
+        )
+    else:
+        user = pulumi.Output.from_input(
+            {
+                "exec": {
+                    "apiVersion": "client.authentication.k8s.io/v1beta1",
+                    "command": "aws",
+                    "args": [
+                        "eks",
+                        "get-token",
+                        "--cluster-name",
+                        cluster.name,
+                        "--region",
+                        cluster.region,
+                    ],
+                    "interactiveMode": "Never",
+                }
+            }
+        )
+    ca_data = eks.certificate_authorities.apply(lambda authorities: authorities[0].data)
+    document = pulumi.Output.all(eks.endpoint, ca_data, user).apply(
+        lambda parts: json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": cluster.name,
+                        "cluster": {
+                            "server": parts[0],
+                            "certificate-authority-data": parts[1],
+                        },
+                    }
+                ],
+                "users": [{"name": "pulumi", "user": parts[2]}],
+                "contexts": [
+                    {"name": cluster.name, "context": {"cluster": cluster.name, "user": "pulumi"}}
+                ],
+                "current-context": cluster.name,
+            }
+        )
+    )
+    return pulumi.Output.secret(document)

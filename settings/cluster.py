@@ -1,0 +1,48 @@
+"""Which EKS cluster, account and region a stack manages, and how Pulumi talks to its API."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from settings.base import Model, matching
+
+
+class ClusterSettings(Model):
+    """`kiam:cluster`: the EKS cluster this stack installs kiam into."""
+
+    name: Annotated[str, matching(r"[0-9A-Za-z][A-Za-z0-9\-_]{0,99}", "an EKS cluster name")] = (
+        Field(description="Name of the existing EKS cluster (looked up, never created).")
+    )
+    account_id: Annotated[str, matching(r"\d{12}", "a 12-digit AWS account id")] = Field(
+        description="AWS account id of the cluster; the AWS provider refuses any other account."
+    )
+    region: Annotated[
+        str, matching(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d", "an AWS region such as eu-west-1")
+    ] = Field(description="AWS region of the cluster; also kiam's regional STS endpoint.")
+    kubernetes_version: Annotated[
+        str, matching(r"1\.(2[5-9]|3[0-9])", "a Kubernetes minor version from 1.25, such as 1.33")
+    ] = Field(
+        description="The cluster's Kubernetes minor version: the server node group runs it and "
+        "rendered manifests are validated against its API schemas."
+    )
+    cluster_domain: Annotated[
+        str, matching(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", "a DNS domain such as cluster.local")
+    ] = Field(default="cluster.local", description="The cluster's DNS domain.")
+    kubernetes_auth: Literal["exec", "token"] = Field(
+        default="exec",
+        description="How Pulumi authenticates to the cluster when no `kiam:kubeconfig` is set: "
+        "`exec` runs `aws eks get-token` and refreshes itself during long rollouts; `token` "
+        "embeds a 15-minute token from the EKS API (no AWS CLI needed, but a node group "
+        "replacement that outlasts the token fails its rollout wait).",
+    )
+
+    @property
+    def partition(self) -> str:
+        """The AWS partition the region belongs to, for ARNs."""
+        if self.region.startswith("cn-"):
+            return "aws-cn"
+        if self.region.startswith("us-gov-"):
+            return "aws-us-gov"
+        return "aws"

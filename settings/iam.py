@@ -1,0 +1,51 @@
+"""Which application roles the kiam server may assume, and where kiam's own roles live."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from settings.base import Model, matching
+
+RolePath = Annotated[str, matching(r"/([A-Za-z0-9+=,.@_-]+/)*", "an IAM path such as /kiam-apps/")]
+RoleNamePrefix = Annotated[
+    str, matching(r"[A-Za-z0-9+=,.@_-]{0,32}", "an IAM role name prefix (32 characters at most)")
+]
+
+
+class IamSettings(Model):
+    """`kiam:iam`: the narrowest role pattern the kiam server may assume."""
+
+    application_role_path: RolePath = Field(
+        default="/kiam-apps/",
+        description="IAM path of the application roles pods may assume; the server may assume "
+        "only roles under it. Also the `--role-base-arn`, so pods may annotate a bare role name.",
+    )
+    application_role_name_prefix: RoleNamePrefix = Field(
+        default="",
+        description="Optional role-name prefix that narrows the pattern further.",
+    )
+    allow_any_role: bool = Field(
+        default=False,
+        description="Let the server assume any role in the account (`role/*`). Only with this "
+        "set may the path be `/` with no prefix.",
+    )
+    kiam_role_path: RolePath = Field(
+        default="/kiam/", description="IAM path of kiam's own roles (node role, server role)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> IamSettings:
+        broad = self.application_role_path == "/" and not self.application_role_name_prefix
+        if broad and not self.allow_any_role:
+            raise ValueError(
+                "applicationRolePath '/' with no applicationRoleNamePrefix lets the server assume "
+                "every role in the account; narrow it, or set allowAnyRole: true to mean it"
+            )
+        if not self.allow_any_role and self.kiam_role_path.startswith(self.application_role_path):
+            raise ValueError(
+                f"kiamRolePath {self.kiam_role_path!r} lies inside applicationRolePath "
+                f"{self.application_role_path!r}: the server could assume kiam's own roles"
+            )
+        return self

@@ -1,0 +1,161 @@
+"""Reading the `kiam:` namespace (from the Pulumi engine or a stack file) into validated settings.
+
+Every failure becomes one `SettingsError` that names the stack file, each key path and what is
+allowed, so a user mistake never reaches a component, and never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from settings.stack import StackSettings
+
+NAMESPACE = "kiam"
+STACK_CONFIG_DIR = "stacks"
+# Values Pulumi hands over as plain strings even when they look like JSON.
+_RAW_STRING_KEYS = frozenset({"kubeconfig"})
+# What the offline plan substitutes for `secure:` values it cannot decrypt.
+UNDECRYPTED_SECRET = "[secret: decrypted only by the Pulumi CLI]"
+
+
+class SettingsError(Exception):
+    """Stack settings that cannot be used; the message is meant for the user as it is."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        noun = "problem" if len(problems) == 1 else "problems"
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"{source}: invalid kiam settings ({len(problems)} {noun}):\n{lines}")
+
+
+def stack_file_for(stack: str) -> str:
+    """Where `stackConfigDir` puts a stack's settings."""
+    return f"{STACK_CONFIG_DIR}/Pulumi.{stack}.yaml"
+
+
+def settings_from_values(values: Mapping[str, Any], source: str) -> StackSettings:
+    """Validate the `kiam:` keys (without their namespace) of one stack."""
+    try:
+        return StackSettings.model_validate(dict(values))
+    except ValidationError as error:
+        raise SettingsError(source, [_describe(e) for e in error.errors()]) from None
+
+
+def load_settings() -> StackSettings:
+    """The running stack's settings, as the Pulumi engine (or a test's mock config) hands them over."""
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    prefix = f"{NAMESPACE}:"
+    merged = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    values = {
+        key[len(prefix) :]: _parse(key[len(prefix) :], value)
+        for key, value in merged.items()
+        if key.startswith(prefix)
+    }
+    return settings_from_values(values, stack_file_for(pulumi.get_stack()))
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The `config:` map of a stack file; `secure:` values become a visible placeholder."""
+    source = str(path)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SettingsError(source, ["the stack file does not exist"]) from None
+    except yaml.YAMLError as error:
+        raise SettingsError(source, [f"not valid YAML: {_one_line(str(error))}"]) from None
+    if not isinstance(document, dict):
+        raise SettingsError(source, ["a stack file must be a mapping with a `config:` key"])
+    config = document.get("config")
+    if not isinstance(config, dict):
+        raise SettingsError(source, ["`config:` must be a mapping of settings"])
+    return {str(k): _placeholder_secrets(v) for k, v in config.items()}
+
+
+def settings_from_stack_file(path: Path) -> tuple[StackSettings, dict[str, Any]]:
+    """Validated settings of a stack file, and its whole `config:` map (for the mock engine)."""
+    config = read_stack_file(path)
+    prefix = f"{NAMESPACE}:"
+    values = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+    return settings_from_values(values, str(path)), config
+
+
+def _parse(key: str, value: Any) -> Any:
+    if key in _RAW_STRING_KEYS or not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _placeholder_secrets(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return UNDECRYPTED_SECRET
+        return {k: _placeholder_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_placeholder_secrets(v) for v in value]
+    return value
+
+
+def _describe(error: Any) -> str:
+    loc = tuple(error["loc"])
+    path = _key_path(loc)
+    kind = error["type"]
+    if kind == "missing":
+        return f"{path}: is required"
+    if kind == "extra_forbidden":
+        allowed = ", ".join(_allowed_keys(loc[:-1]))
+        return f"{path}: is not a known setting (allowed here: {allowed})"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if kind.startswith(("greater", "less", "literal", "int_", "bool_", "string_type", "list_type")):
+        message = f"{message} (got {json.dumps(error.get('input'), default=str)})"
+    if kind in ("model_type", "dict_type") or (kind.endswith("_type") and "got" not in message):
+        message = f"{message} (got {type(error.get('input')).__name__})"
+    return f"{path}: {message}" if loc else message
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    if not loc:
+        return f"{NAMESPACE}:"
+    text = f"{NAMESPACE}:{loc[0]}"
+    for part in loc[1:]:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] | None = StackSettings
+    for part in loc:
+        if model is None or isinstance(part, int):
+            continue
+        field = next(
+            (f for n, f in model.model_fields.items() if f.alias == part or n == part), None
+        )
+        model = _model_of(field.annotation) if field else None
+    if model is None:
+        return []
+    return sorted(f.alias or n for n, f in model.model_fields.items())
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,112 @@
+"""The dedicated, tainted EKS managed node group the kiam servers run on."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from settings.base import LabelKey, LabelValue, Model, matching
+
+SubnetId = Annotated[str, matching(r"subnet-[0-9a-f]{8,17}", "a subnet id such as subnet-0abc1234")]
+Zone = Annotated[
+    str, matching(r"[a-z]{2}(-gov)?-[a-z]+-\d[a-z]", "an availability zone such as eu-west-1a")
+]
+InstanceType = Annotated[
+    str, matching(r"[a-z][a-z0-9-]*\.[a-z0-9]+", "an EC2 instance type such as m6i.large")
+]
+
+ARM_AMI_TYPES = ("AL2023_ARM_64_STANDARD", "BOTTLEROCKET_ARM_64")
+AmiType = Literal[
+    "AL2023_x86_64_STANDARD", "AL2023_ARM_64_STANDARD", "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64"
+]
+# Graviton families carry a `g` right after the generation digit (m7g, c6gn, t4g); a1 is the first.
+_ARM_FAMILY = re.compile(r"^([a-z]+\d+g[a-z]*|a1)$")
+
+
+class SubnetSettings(Model):
+    """One subnet of the node group; the zone lets the program prove the group spans zones."""
+
+    id: SubnetId = Field(description="Subnet id.")
+    zone: Zone | None = Field(default=None, description="Availability zone of the subnet.")
+
+
+class TaintSettings(Model):
+    """The taint that reserves the node group for kiam servers; the same pair labels its nodes."""
+
+    key: LabelKey = Field(default="dedicated", description="Taint (and node label) key.")
+    value: LabelValue = Field(default="kiam-server", description="Taint (and node label) value.")
+    effect: Literal["NO_SCHEDULE", "NO_EXECUTE"] = Field(
+        default="NO_SCHEDULE",
+        description="EKS taint effect; PREFER_NO_SCHEDULE is not allowed: it would not dedicate.",
+    )
+
+    @property
+    def kubernetes_effect(self) -> str:
+        """The effect as Kubernetes spells it in tolerations."""
+        return {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute"}[self.effect]
+
+
+class NodeGroupSettings(Model):
+    """`kiam:nodeGroup`: the dedicated managed node group for kiam servers."""
+
+    subnets: list[SubnetSettings] = Field(
+        min_length=2,
+        description="Private subnets for the nodes, in at least two availability zones "
+        "(give each as `{id, zone}` so the program can check the spread).",
+    )
+    instance_types: list[InstanceType] = Field(
+        default=["t3.medium"], min_length=1, description="EC2 instance types."
+    )
+    capacity_type: Literal["ON_DEMAND", "SPOT"] = Field(
+        default="ON_DEMAND",
+        description="ON_DEMAND or SPOT. Spot reclaims nodes with two minutes' notice: only "
+        "for clusters that can lose a server at any moment.",
+    )
+    ami_type: AmiType = Field(default="AL2023_x86_64_STANDARD", description="EKS AMI type.")
+    min_size: int = Field(default=3, ge=1, le=100, description="Minimum number of nodes.")
+    desired_size: int = Field(default=3, ge=1, le=100, description="Desired number of nodes.")
+    max_size: int = Field(default=4, ge=1, le=100, description="Maximum number of nodes.")
+    disk_size_gib: int = Field(
+        default=20, ge=20, le=1000, description="Root volume size (gp3, encrypted)."
+    )
+    labels: dict[LabelKey, LabelValue] = Field(
+        default={}, description="Extra node labels (the taint's key/value label is always set)."
+    )
+    taint: TaintSettings = Field(default=TaintSettings(), description="The dedicating taint.")
+    max_unavailable: int = Field(
+        default=1, ge=1, le=100, description="Nodes EKS may take down at once during an update."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> NodeGroupSettings:
+        ids = [s.id for s in self.subnets]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"subnets lists {', '.join(duplicates)} more than once")
+        zones = [s.zone for s in self.subnets]
+        if any(zones):
+            if not all(zones):
+                raise ValueError("give a zone for every subnet or for none")
+            if len(set(zones)) < 2:
+                raise ValueError(
+                    f"subnets are all in {zones[0]}: the servers must span at least two zones"
+                )
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"sizes must satisfy minSize <= desiredSize <= maxSize "
+                f"(got {self.min_size}, {self.desired_size}, {self.max_size})"
+            )
+        arm = self.ami_type in ARM_AMI_TYPES
+        wrong = [t for t in self.instance_types if bool(_ARM_FAMILY.match(t.split(".")[0])) != arm]
+        if wrong:
+            arch = "arm64" if arm else "x86_64"
+            raise ValueError(
+                f"instanceTypes {', '.join(wrong)} do not match the {arch} amiType {self.ami_type}"
+            )
+        if self.taint.key in self.labels:
+            raise ValueError(
+                f"labels must not set {self.taint.key!r}: the taint's key/value label is set for you"
+            )
+        return self

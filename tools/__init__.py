@@ -1,0 +1,1 @@
+"""Developer tools: the offline plan, the mock engine it shares with the tests, validators."""

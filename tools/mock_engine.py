@@ -1,0 +1,289 @@
+"""The Pulumi mock engine that the tests and the offline plan share.
+
+It answers resource registrations and provider look-ups the way AWS and Kubernetes would in the
+ways this program depends on (generated names, ARNs, the cluster's endpoint), and records every
+registration with what the real engine would act on: parent, dependencies, options and inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import runpy
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.sync_await import _sync_await
+
+PROJECT = "kiam"
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+MAIN = PROJECT_DIR / "__main__.py"
+SECRET_MARK = "[secret]"
+
+# Fields of aws.eks.NodeGroup whose change replaces the group (and so gives it a new name).
+NODE_GROUP_REPLACE_FIELDS = (
+    "amiType", "capacityType", "diskSize", "instanceTypes", "launchTemplate", "nodeGroupName",
+    "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One resource as the engine saw it register."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    provider: str
+    dependencies: tuple[str, ...]
+    property_dependencies: dict[str, tuple[str, ...]]
+    delete_before_replace: bool
+    custom_timeouts: dict[str, str]
+    ignore_changes: tuple[str, ...]
+    inputs: dict[str, Any]
+    """Inputs with secrets unwrapped; `secret_paths` says which were secret."""
+    secret_paths: tuple[str, ...]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Recording:
+    """Everything one program run registered, in order, and the stack outputs."""
+
+    registrations: list[Registration]
+    stack_outputs: dict[str, Any]
+
+    def by_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.registrations if r.type == type_]
+
+    def one(self, type_: str, name: str | None = None) -> Registration:
+        found = [r for r in self.by_type(type_) if name is None or r.name == name]
+        if len(found) != 1:
+            raise LookupError(f"expected one {type_} {name or ''}, found {len(found)}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> Registration:
+        return next(r for r in self.registrations if r.urn == urn)
+
+    def children_of(self, urn: str) -> list[Registration]:
+        return [r for r in self.registrations if r.parent == urn]
+
+
+def _short_hash(value: Any, length: int = 8) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+class KiamMocks(pulumi.runtime.Mocks):
+    """Synthesises what providers would compute: names, ARNs, ids, PEMs, the cluster look-up."""
+
+    def __init__(self, *, account_id: str, region: str, partition: str = "aws") -> None:
+        self.account_id = account_id
+        self.region = region
+        self.partition = partition
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        inputs = dict(args.inputs)
+        typ, name = args.typ, args.name
+        if typ == "aws:iam/role:Role":
+            role_name = inputs.get("name") or f"{name}-{_short_hash(name, 7)}"
+            path = inputs.get("path", "/")
+            arn = f"arn:{self.partition}:iam::{self.account_id}:role{path}{role_name}"
+            return role_name, {
+                **inputs,
+                "name": role_name,
+                "arn": arn,
+                "uniqueId": f"AROA{_short_hash(arn, 16).upper()}",
+            }
+        if typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            lt_id = f"lt-{_short_hash(inputs, 17)}"
+            return lt_id, {
+                **inputs,
+                "name": f"{inputs.get('namePrefix', '')}{_short_hash(inputs)}",
+                "latestVersion": 1,
+            }
+        if typ == "aws:eks/nodeGroup:NodeGroup":
+            # Like EKS, a replacement gets a fresh suffix: here derived from the fields that force one.
+            forcing = {k: inputs.get(k) for k in NODE_GROUP_REPLACE_FIELDS}
+            group = (
+                inputs.get("nodeGroupName")
+                or f"{inputs.get('nodeGroupNamePrefix', '')}{_short_hash(forcing, 26)}"
+            )
+            arn = f"arn:{self.partition}:eks:{self.region}:{self.account_id}:nodegroup/{inputs.get('clusterName')}/{group}/mock"
+            return f"{inputs.get('clusterName')}:{group}", {
+                **inputs,
+                "nodeGroupName": group,
+                "arn": arn,
+                "status": "ACTIVE",
+            }
+        if typ == "tls:index/privateKey:PrivateKey":
+            return name, {
+                **inputs,
+                "privateKeyPem": _pem("PRIVATE KEY", name),
+                "publicKeyPem": _pem("PUBLIC KEY", name),
+            }
+        if typ == "tls:index/certRequest:CertRequest":
+            return name, {**inputs, "certRequestPem": _pem("CERTIFICATE REQUEST", name)}
+        if typ in (
+            "tls:index/selfSignedCert:SelfSignedCert",
+            "tls:index/locallySignedCert:LocallySignedCert",
+        ):
+            return name, {**inputs, "certPem": _pem("CERTIFICATE", name)}
+        return f"{name}-id", inputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        cluster = args.args.get("name", "")
+        if args.token == "aws:eks/getCluster:getCluster":
+            return {
+                "name": cluster,
+                "arn": f"arn:{self.partition}:eks:{self.region}:{self.account_id}:cluster/{cluster}",
+                "endpoint": f"https://{_short_hash(cluster, 32).upper()}.gr7.{self.region}.eks.amazonaws.com",
+                "certificateAuthorities": [{"data": "TU9DSyBDTFVTVEVSIENB"}],
+                "identities": [
+                    {
+                        "oidcs": [
+                            {
+                                "issuer": f"https://oidc.eks.{self.region}.amazonaws.com/id/{_short_hash(cluster, 32).upper()}"
+                            }
+                        ]
+                    }
+                ],
+                "status": "ACTIVE",
+            }
+        if args.token == "aws:eks/getClusterAuth:getClusterAuth":
+            return {"name": cluster, "token": "k8s-aws-v1.mock-token"}
+        raise NotImplementedError(f"the mock engine has no answer for {args.token}")
+
+
+def _pem(kind: str, name: str) -> str:
+    return f"-----BEGIN {kind}-----\nmock {name}\n-----END {kind}-----\n"
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A mock monitor that records each registration request before answering it."""
+
+    def __init__(self, mocks: KiamMocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        secret_paths: list[str] = []
+        inputs = _unwrap(rpc.deserialize_properties(request.object), "", secret_paths)
+        timeouts = request.customTimeouts
+        self.registrations.append(
+            Registration(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=request.custom,
+                provider=request.provider,
+                dependencies=tuple(request.dependencies),
+                property_dependencies={
+                    k: tuple(v.urns) for k, v in request.propertyDependencies.items()
+                },
+                delete_before_replace=request.deleteBeforeReplace,
+                custom_timeouts={
+                    k: v
+                    for k, v in (
+                        ("create", timeouts.create),
+                        ("update", timeouts.update),
+                        ("delete", timeouts.delete),
+                    )
+                    if v
+                },
+                ignore_changes=tuple(request.ignoreChanges),
+                inputs=inputs,
+                secret_paths=tuple(secret_paths),
+                outputs=_unwrap(self.resources[response.urn].state, "", []),
+            )
+        )
+        return response
+
+
+def _stack_outputs() -> dict[str, Any]:
+    """The values `pulumi.export` gave; under mocks the root stack never registers them itself."""
+    root = runtime_settings.get_root_resource()
+    exported = getattr(root, "outputs", {}) or {}
+    return {
+        key: _sync_await(pulumi.Output.from_input(value).future(with_unknowns=True))
+        for key, value in exported.items()
+    }
+
+
+def _unwrap(value: Any, path: str, secret_paths: list[str]) -> Any:
+    """Replace the wire form of secrets by their value, noting where each was."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            secret_paths.append(path or ".")
+            return _unwrap(value["value"], path, [])
+        return {k: _unwrap(v, f"{path}.{k}" if path else k, secret_paths) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(v, f"{path}[{i}]", secret_paths) for i, v in enumerate(value)]
+    return value
+
+
+class MockEngine:
+    """Runs a Pulumi program to completion under the mocks and returns what it registered."""
+
+    def __init__(
+        self,
+        *,
+        account_id: str = "111122223333",
+        region: str = "eu-west-1",
+        stack: str = "test",
+        config: Mapping[str, Any] | None = None,
+        secret_keys: Iterable[str] = (),
+    ) -> None:
+        partition = (
+            "aws-cn"
+            if region.startswith("cn-")
+            else "aws-us-gov"
+            if region.startswith("us-gov-")
+            else "aws"
+        )
+        self.mocks = KiamMocks(account_id=account_id, region=region, partition=partition)
+        self.stack = stack
+        self.config = dict(config or {})
+        self.secret_keys = list(secret_keys)
+
+    def run(self, program: Callable[[], Any]) -> Recording:
+        monitor = RecordingMonitor(self.mocks)
+        # A fresh root stack resource per run: runs in one process must not share parents.
+        runtime_settings.ROOT.set(None)
+        pulumi.runtime.set_mocks(
+            self.mocks, project=PROJECT, stack=self.stack, preview=False, monitor=monitor
+        )
+        pulumi.runtime.set_all_config(
+            {k: v if isinstance(v, str) else json.dumps(v) for k, v in self.config.items()},
+            self.secret_keys,
+        )
+        pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
+        return Recording(registrations=list(monitor.registrations), stack_outputs=_stack_outputs())
+
+
+def run_main(
+    config: Mapping[str, Any], *, stack: str, secret_keys: Iterable[str] = ()
+) -> Recording:
+    """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start it."""
+    cluster = config.get("kiam:cluster")
+    cluster = cluster if isinstance(cluster, dict) else {}
+    engine = MockEngine(
+        account_id=str(cluster.get("accountId", "111122223333")),
+        region=str(cluster.get("region", "eu-west-1")),
+        stack=stack,
+        config=config,
+        secret_keys=secret_keys,
+    )
+    return engine.run(lambda: runpy.run_path(str(MAIN), run_name="__main__"))

@@ -13,6 +13,10 @@ from settings.cluster import ClusterSettings
 from settings.iam import IamSettings
 
 
+ROLE_TAG = "kiam:role"
+ALLOW_ANY_ROLE_TAG = "kiam:allow-any-role"
+
+
 @dataclass(frozen=True, kw_only=True)
 class IamArgs:
     """Inputs of `KiamIam`."""
@@ -49,6 +53,8 @@ class KiamIam(pulumi.ComponentResource):
             path=args.iam.kiam_role_path,
             description=f"kiam server nodes of EKS cluster {args.cluster.name}",
             assume_role_policy=json.dumps(policies.ec2_trust_policy()),
+            # Tags name each role's part in the chain, so policy checks find it whatever its name.
+            tags={ROLE_TAG: "server-node"},
             opts=child,
         )
         # Keyed by policy name, not position: reordering the list never replaces an attachment.
@@ -70,6 +76,7 @@ class KiamIam(pulumi.ComponentResource):
             ),
             # Role chaining caps sessions at an hour whatever this says; keep the two aligned.
             max_session_duration=3600,
+            tags={ROLE_TAG: "server", ALLOW_ANY_ROLE_TAG: str(args.iam.allow_any_role).lower()},
             opts=child,
         )
         aws.iam.RolePolicy(

@@ -69,7 +69,11 @@ class NodeGroupSettings(Model):
     desired_size: int = Field(default=3, ge=1, le=100, description="Desired number of nodes.")
     max_size: int = Field(default=4, ge=1, le=100, description="Maximum number of nodes.")
     disk_size_gib: int = Field(
-        default=20, ge=20, le=1000, description="Root volume size (gp3, encrypted)."
+        default=20,
+        ge=20,
+        le=1000,
+        alias="diskSizeGiB",
+        description="Root volume size in GiB (gp3, encrypted).",
     )
     labels: dict[LabelKey, LabelValue] = Field(
         default={}, description="Extra node labels (the taint's key/value label is always set)."

@@ -139,7 +139,8 @@ class KiamMocks(pulumi.runtime.Mocks):
             return name, {**inputs, "certPem": _pem("CERTIFICATE", name)}
         return f"{name}-id", inputs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+    # A plain dict: the SDK's annotation says tuple, but its mock monitor fails on (dict, None).
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         cluster = args.args.get("name", "")
         if args.token == "aws:eks/getCluster:getCluster":
             return {
@@ -175,7 +176,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.registrations: list[Registration] = []
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
-        response = super().RegisterResource(request)
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type == "pulumi:pulumi:Stack":
             return response
         secret_paths: list[str] = []

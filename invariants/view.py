@@ -1,0 +1,121 @@
+"""Finds kiam's parts among rendered resources, by what they are rather than by what they are called."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from components.iam import ALLOW_ANY_ROLE_TAG, ROLE_TAG
+from invariants.model import Resource, by_type, dig, is_unknown
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+SERVICE = "kubernetes:core/v1:Service"
+SECRET = "kubernetes:core/v1:Secret"
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+ROLE = "aws:iam/role:Role"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+CERT_REQUEST = "tls:index/certRequest:CertRequest"
+
+
+def _component(resource: Resource) -> str | None:
+    labels = dig(resource.inputs, "metadata", "labels", default={}) or {}
+    if is_unknown(labels) or labels.get("app.kubernetes.io/name") != "kiam":
+        return None
+    component = labels.get("app.kubernetes.io/component")
+    return component if isinstance(component, str) else None
+
+
+class KiamView:
+    """The kiam objects of one stack, located once for every check."""
+
+    def __init__(self, resources: Sequence[Resource]) -> None:
+        self.resources = list(resources)
+
+    def of_type(self, type_: str) -> list[Resource]:
+        return by_type(self.resources, type_)
+
+    @cached_property
+    def servers(self) -> list[Resource]:
+        return [r for r in self.of_type(DEPLOYMENT) if _component(r) == "server"]
+
+    @cached_property
+    def agents(self) -> list[Resource]:
+        return [r for r in self.of_type(DAEMON_SET) if _component(r) == "agent"]
+
+    @cached_property
+    def node_groups(self) -> list[Resource]:
+        return self.of_type(NODE_GROUP)
+
+    def roles_tagged(self, value: str) -> list[Resource]:
+        return [r for r in self.of_type(ROLE) if dig(r.inputs, "tags", ROLE_TAG) == value]
+
+    def by_name(self, type_: str, name: Any, namespace: Any = None) -> Resource | None:
+        for r in self.of_type(type_):
+            meta = r.inputs.get("metadata") or {}
+            if meta.get("name") == name and (
+                namespace is None or meta.get("namespace") == namespace
+            ):
+                return r
+        return None
+
+    def server_taints(self) -> list[dict[str, str]]:
+        """The taints of the dedicated node groups, in Kubernetes spelling."""
+        effects = {
+            "NO_SCHEDULE": "NoSchedule",
+            "NO_EXECUTE": "NoExecute",
+            "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+        }
+        taints = []
+        for group in self.node_groups:
+            for taint in group.inputs.get("taints") or []:
+                taints.append(
+                    {
+                        "key": taint.get("key"),
+                        "value": taint.get("value", ""),
+                        "effect": effects.get(taint.get("effect"), ""),
+                    }
+                )
+        return taints
+
+
+def pod_spec(workload: Resource) -> Any:
+    return dig(workload.inputs, "spec", "template", "spec", default={})
+
+
+def pod_labels(workload: Resource) -> Any:
+    return dig(workload.inputs, "spec", "template", "metadata", "labels", default={}) or {}
+
+
+def container(workload: Resource, name: str) -> Any:
+    containers = dig(pod_spec(workload), "containers", default=[]) or []
+    if is_unknown(containers):
+        return containers
+    return next(
+        (c for c in containers if c.get("name") == name), containers[0] if containers else {}
+    )
+
+
+def flag_values(args: Any, flag: str) -> list[str]:
+    """Values of `--flag=value` in a container's args (all of them: a repeated flag is suspect)."""
+    if is_unknown(args) or not isinstance(args, list):
+        return []
+    prefix = f"{flag}="
+    return [a[len(prefix) :] for a in args if isinstance(a, str) and a.startswith(prefix)]
+
+
+def tolerates(toleration: Any, taint: dict[str, str]) -> bool:
+    """Kubernetes' matching of one toleration against one taint."""
+    effect = toleration.get("effect")
+    if effect and effect != taint["effect"]:
+        return False
+    key = toleration.get("key")
+    operator = toleration.get("operator", "Equal")
+    if not key:
+        return operator == "Exists"
+    if key != taint["key"]:
+        return False
+    return operator == "Exists" or (toleration.get("value") or "") == taint["value"]

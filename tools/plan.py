@@ -1,0 +1,183 @@
+"""The offline plan: run the real program through the mock engine and show what it would do.
+
+    python -m tools.plan --stack dev [--out DIR]
+    python -m tools.plan --config-file path/to/Pulumi.x.yaml [--out DIR]
+
+No cloud credentials, no Pulumi CLI. Exit codes: 0 planned cleanly; 1 a validator or a guarantee
+failed; 2 the stack settings are invalid (nothing was registered).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from settings import SettingsError, settings_from_stack_file
+from settings.loader import stack_file_for
+from settings.stack import StackSettings
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID_SETTINGS = 0, 1, 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.plan", description=__doc__.split("\n")[0]
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--stack", help="plan stacks/Pulumi.<STACK>.yaml")
+    source.add_argument("--config-file", type=Path, help="plan any stack file")
+    parser.add_argument("--out", type=Path, help="write resources.json, manifests/ and iam/ here")
+    parser.add_argument(
+        "--no-validate", action="store_true", help="skip the schema and IAM validators"
+    )
+    args = parser.parse_args(argv)
+
+    path = args.config_file or Path(stack_file_for(args.stack))
+    stack = args.stack or _stack_name(path)
+    try:
+        settings, config = settings_from_stack_file(path)
+    except SettingsError as error:
+        print(error, file=sys.stderr)
+        return EXIT_INVALID_SETTINGS
+
+    # Imported here: a settings error above answers without loading the cloud SDKs.
+    from invariants import check_all
+    from invariants.recorded import resources_from_recording
+    from tools.mock_engine import run_main
+    from tools.render import render
+
+    recording = run_main(config, stack=stack, secret_keys=_secret_keys(config))
+    plan = render(recording)
+    violations = check_all(resources_from_recording(recording))
+    findings = [] if args.no_validate else _validate(plan, settings)
+
+    print(summary(stack, path, settings, recording))
+    print(_section("Guarantees", [f"✗ {v}" for v in violations] or ["✓ all invariants hold"]))
+    if not args.no_validate:
+        print(
+            _section(
+                "Validators",
+                [f"✗ {f}" for f in findings]
+                or [
+                    f"✓ {len(plan.manifests)} manifests valid (Kubernetes {settings.cluster.kubernetes_version}, strict)",
+                    f"✓ {len(plan.iam)} IAM roles lint clean (parliament)",
+                ],
+            )
+        )
+    if args.out:
+        write(plan, args.out)
+        print(
+            f"\nWrote {args.out}/resources.json, {len(plan.manifests)} manifests and {len(plan.iam)} IAM roles."
+        )
+    return EXIT_FAILED if violations or findings else EXIT_OK
+
+
+def _stack_name(path: Path) -> str:
+    name = path.name
+    return (
+        name[len("Pulumi.") : -len(".yaml")]
+        if name.startswith("Pulumi.") and name.endswith(".yaml")
+        else path.stem
+    )
+
+
+def _secret_keys(config: dict[str, Any]) -> list[str]:
+    from settings.loader import UNDECRYPTED_SECRET
+
+    return [k for k, v in config.items() if v == UNDECRYPTED_SECRET]
+
+
+def _validate(plan: Any, settings: StackSettings) -> list[Any]:
+    from tools.validate import iam_findings, kubernetes_findings
+
+    return kubernetes_findings(plan.manifests, settings.cluster.kubernetes_version) + iam_findings(
+        plan.iam
+    )
+
+
+def _section(title: str, lines: list[str]) -> str:
+    return "\n".join([f"\n{title}", *(f"  {line}" for line in lines)])
+
+
+def summary(stack: str, path: Path, s: StackSettings, recording: Any) -> str:
+    """The human part of the plan: key settings, resources by component, ordering edges."""
+    from tools.ordering import ordering_edges
+
+    ng, server, agent = s.node_group, s.server, s.agent
+    zones = sorted({sub.zone for sub in ng.subnets if sub.zone}) or ["(zones not given)"]
+    taint = ng.taint
+    outputs = recording.stack_outputs
+    settings_lines = [
+        f"cluster       {s.cluster.name} in account {s.cluster.account_id}, {s.cluster.region}, Kubernetes {s.cluster.kubernetes_version}",
+        f"server nodes  {', '.join(ng.instance_types)} {ng.capacity_type}, min {ng.min_size} / desired {ng.desired_size} / max {ng.max_size}, zones {', '.join(zones)}",
+        f"              taint {taint.key}={taint.value}:{taint.kubernetes_effect}, IMDSv2 only",
+        f"servers       {server.replicas} x {server.image}, sessions {server.session_duration} (refresh {server.session_refresh})",
+        f"agents        intercept on {agent.host_interface}, dial {outputs.get('serverAddress')}",
+        f"IAM           server may assume {outputs.get('applicationRolePattern')}",
+    ]
+    custom = [
+        r
+        for r in recording.registrations
+        if r.custom and not r.type.startswith("pulumi:providers:")
+    ]
+    tree = _tree(recording)
+    edges = [f"✓ {edge}" for edge in ordering_edges(recording)]
+    return "\n".join(
+        [
+            f"Offline plan of stack {stack} ({path}), through the Pulumi mock engine",
+            _section("Key settings", settings_lines),
+            _section(f"Resources ({len(custom)}) by component", tree),
+            _section("Ordering", edges),
+        ]
+    )
+
+
+def _tree(recording: Any) -> list[str]:
+    lines: list[str] = []
+
+    def walk(parent: str, depth: int) -> None:
+        for r in recording.children_of(parent):
+            if r.type.startswith("pulumi:providers:"):
+                continue
+            lines.append(f"{'  ' * depth}{r.type} {r.name}")
+            walk(r.urn, depth + 1)
+
+    roots = {
+        r.parent
+        for r in recording.registrations
+        if r.parent.split("::")[2] == "pulumi:pulumi:Stack"
+    }
+    for root in sorted(roots):
+        walk(root, 0)
+    return lines
+
+
+def manifest_yaml(obj: dict[str, Any]) -> str:
+    """A manifest as people write them: apiVersion, kind, metadata first, then the rest sorted."""
+    head = ("apiVersion", "kind", "metadata")
+    ordered = {k: obj[k] for k in head if k in obj} | {
+        k: obj[k] for k in sorted(obj) if k not in head
+    }
+    return yaml.safe_dump(ordered, sort_keys=False, width=120)
+
+
+def write(plan: Any, out: Path) -> None:
+    """resources.json, manifests/<kind>-<namespace>-<name>.yaml, iam/<role>.json; secrets redacted."""
+    for sub in ("manifests", "iam"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        for stale in (out / sub).iterdir():
+            stale.unlink()
+    (out / "resources.json").write_text(json.dumps(plan.resources, indent=2, sort_keys=True) + "\n")
+    for name, obj in plan.manifests.items():
+        (out / "manifests" / name).write_text(manifest_yaml(obj))
+    for name, doc in plan.iam.items():
+        (out / "iam" / name).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,12 +9,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components import policies
+from components.policies import ALLOW_ANY_ROLE_TAG, ROLE_TAG
 from settings.cluster import ClusterSettings
 from settings.iam import IamSettings
-
-
-ROLE_TAG = "kiam:role"
-ALLOW_ANY_ROLE_TAG = "kiam:allow-any-role"
 
 
 @dataclass(frozen=True, kw_only=True)

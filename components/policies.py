@@ -8,6 +8,10 @@ from settings.iam import IamSettings
 
 PolicyDocument = dict[str, Any]
 
+# Tags name each kiam role's part in the chain, so policy checks find it whatever its name.
+ROLE_TAG = "kiam:role"
+ALLOW_ANY_ROLE_TAG = "kiam:allow-any-role"
+
 # AWS managed policies every EKS worker node needs, keyed by the name used for the attachment.
 NODE_MANAGED_POLICIES = (
     "AmazonEKSWorkerNodePolicy",

@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from components.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
+from components.policies import ALLOW_ANY_ROLE_TAG
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match
 from invariants.view import (
-    ALLOW_ANY_ROLE_TAG,
     CERT_REQUEST,
     CLUSTER_ROLE_BINDING,
     PDB,
@@ -29,6 +29,7 @@ Check = Callable[[KiamView], list[Violation]]
 SERVER_CONTAINER, AGENT_CONTAINER = "kiam-server", "kiam-agent"
 UNHEALTHY_NODE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 AGENT_CAPABILITIES = frozenset({"NET_ADMIN", "NET_RAW"})
+NO_CAPABILITIES: frozenset[str] = frozenset()
 
 
 def server_anti_affinity(view: KiamView) -> list[Violation]:
@@ -386,7 +387,7 @@ def ordering(view: KiamView) -> list[Violation]:
                 )
             )
     for dep in view.servers:
-        needs = {
+        needs: dict[str, list[Resource | None]] = {
             "TLS Secret": [
                 view.by_name(SECRET, v.get("secret", {}).get("secretName"))
                 for v in pod_spec(dep).get("volumes") or []
@@ -414,7 +415,7 @@ def container_privileges(view: KiamView) -> list[Violation]:
     """10. Least privilege: no escalation, all capabilities dropped but the agent's two, read-only root, requests."""
     out = []
     for workload, name, allowed in [
-        *((d, SERVER_CONTAINER, frozenset[str]()) for d in view.servers),
+        *((d, SERVER_CONTAINER, NO_CAPABILITIES) for d in view.servers),
         *((a, AGENT_CONTAINER, AGENT_CAPABILITIES) for a in view.agents),
     ]:
         c = container(workload, name)

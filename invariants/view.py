@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from components.iam import ALLOW_ANY_ROLE_TAG, ROLE_TAG
+from components.policies import ROLE_TAG
 from invariants.model import Resource, by_type, dig, is_unknown
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -115,7 +115,7 @@ def tolerates(toleration: Any, taint: dict[str, str]) -> bool:
     key = toleration.get("key")
     operator = toleration.get("operator", "Equal")
     if not key:
-        return operator == "Exists"
+        return bool(operator == "Exists")
     if key != taint["key"]:
         return False
-    return operator == "Exists" or (toleration.get("value") or "") == taint["value"]
+    return bool(operator == "Exists" or (toleration.get("value") or "") == taint["value"])

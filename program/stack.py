@@ -8,6 +8,9 @@ from components.kiam import Kiam, KiamArgs
 from program.providers import create_providers
 from settings.stack import StackSettings
 
+# The top component's name; every child name (and kiam's IAM role names) starts with it.
+KIAM_NAME = "kiam"
+
 
 def deploy(settings: StackSettings) -> Kiam:
     """Create the providers and the `Kiam` component, and export the stack outputs."""

@@ -14,6 +14,10 @@ RoleNamePrefix = Annotated[
 ]
 
 
+# kiam's own roles are named after their Pulumi resources, which all start with this.
+KIAM_ROLE_NAME_PREFIX = "kiam-"
+
+
 class IamSettings(Model):
     """`kiam:iam`: the narrowest role pattern the kiam server may assume."""
 
@@ -43,9 +47,15 @@ class IamSettings(Model):
                 "applicationRolePath '/' with no applicationRoleNamePrefix lets the server assume "
                 "every role in the account; narrow it, or set allowAnyRole: true to mean it"
             )
-        if not self.allow_any_role and self.kiam_role_path.startswith(self.application_role_path):
+        if self.allow_any_role or not self.kiam_role_path.startswith(self.application_role_path):
+            return self
+        # What follows the application path in the ARN of kiam's own roles.
+        rest = self.kiam_role_path[len(self.application_role_path) :] + KIAM_ROLE_NAME_PREFIX
+        prefix = self.application_role_name_prefix
+        if rest.startswith(prefix) or prefix.startswith(rest):
             raise ValueError(
-                f"kiamRolePath {self.kiam_role_path!r} lies inside applicationRolePath "
-                f"{self.application_role_path!r}: the server could assume kiam's own roles"
+                f"applicationRolePath {self.application_role_path!r} with prefix {prefix!r} "
+                f"also matches kiam's own roles under kiamRolePath {self.kiam_role_path!r}: "
+                "the server could assume them"
             )
         return self

@@ -38,6 +38,7 @@ class Registration:
     """One resource as the engine saw it register."""
 
     urn: str
+    id: str
     type: str
     name: str
     parent: str
@@ -185,6 +186,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.registrations.append(
             Registration(
                 urn=response.urn,
+                id=self.resources[response.urn].id,
                 type=request.type,
                 name=request.name,
                 parent=request.parent,

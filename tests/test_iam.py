@@ -1,0 +1,178 @@
+"""The IAM chain: exact roles, trust principals, actions and resources."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components.iam import IamArgs, KiamIam
+from settings.cluster import ClusterSettings
+from settings.iam import IamSettings
+from tests.conftest import run_component, types_and_names
+from tools.mock_engine import Recording
+
+CLUSTER = ClusterSettings(
+    name="test", account_id="111122223333", region="eu-west-1", kubernetes_version="1.33"
+)
+ROLE, POLICY, ATTACHMENT = (
+    "aws:iam/role:Role",
+    "aws:iam/rolePolicy:RolePolicy",
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+)
+
+
+BUILT: list[KiamIam] = []
+
+
+def build(iam: IamSettings | None = None, cluster: ClusterSettings = CLUSTER) -> Recording:
+    BUILT.clear()
+    return run_component(
+        lambda: BUILT.append(KiamIam("iam", IamArgs(cluster=cluster, iam=iam or IamSettings())))
+    )
+
+
+def test_creates_exactly_the_chain() -> None:
+    rec = build()
+    assert types_and_names(rec.registrations) == {
+        ("kiam:index:Iam", "iam"),
+        (ROLE, "iam-server-node"),
+        (ROLE, "iam-server"),
+        (ATTACHMENT, "iam-server-node-AmazonEKSWorkerNodePolicy"),
+        (ATTACHMENT, "iam-server-node-AmazonEKS_CNI_Policy"),
+        (ATTACHMENT, "iam-server-node-AmazonEC2ContainerRegistryReadOnly"),
+        (POLICY, "iam-server-node-assume-server"),
+        (POLICY, "iam-server-assume-applications"),
+    }
+    component = rec.one("kiam:index:Iam")
+    assert {r.parent for r in rec.registrations if r.custom} == {component.urn}
+
+
+def test_node_role_is_an_ec2_role_with_the_worker_policies() -> None:
+    rec = build()
+    node = rec.one(ROLE, "iam-server-node")
+    assert json.loads(node.inputs["assumeRolePolicy"]) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "ec2.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+    assert node.inputs["path"] == "/kiam/"
+    assert node.inputs["tags"] == {"kiam:role": "server-node"}
+    assert sorted(a.inputs["policyArn"] for a in rec.by_type(ATTACHMENT)) == [
+        "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+        "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    ]
+    assert {a.inputs["role"] for a in rec.by_type(ATTACHMENT)} == {node.outputs["name"]}
+
+
+def test_only_the_node_role_may_assume_the_server_role_and_it_may_assume_nothing_else() -> None:
+    rec = build()
+    node, server = rec.one(ROLE, "iam-server-node"), rec.one(ROLE, "iam-server")
+    assert json.loads(server.inputs["assumeRolePolicy"]) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": node.outputs["arn"]},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+    assert server.property_dependencies["assumeRolePolicy"] == (node.urn,)
+    assert server.inputs["maxSessionDuration"] == 3600
+    node_policy = rec.one(POLICY, "iam-server-node-assume-server")
+    assert node_policy.inputs["role"] == node.outputs["name"]
+    assert json.loads(node_policy.inputs["policy"])["Statement"] == [
+        {
+            "Sid": "AssumeKiamServerRole",
+            "Effect": "Allow",
+            "Action": "sts:AssumeRole",
+            "Resource": server.outputs["arn"],
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("iam", "pattern", "base"),
+    [
+        (
+            IamSettings(),
+            "arn:aws:iam::111122223333:role/kiam-apps/*",
+            "arn:aws:iam::111122223333:role/kiam-apps/",
+        ),
+        (
+            IamSettings(application_role_path="/apps/", application_role_name_prefix="k8s-"),
+            "arn:aws:iam::111122223333:role/apps/k8s-*",
+            "arn:aws:iam::111122223333:role/apps/",
+        ),
+        (
+            IamSettings(application_role_path="/", application_role_name_prefix="eks-"),
+            "arn:aws:iam::111122223333:role/eks-*",
+            "arn:aws:iam::111122223333:role/",
+        ),
+        (
+            IamSettings(application_role_path="/", allow_any_role=True),
+            "arn:aws:iam::111122223333:role/*",
+            "arn:aws:iam::111122223333:role/",
+        ),
+    ],
+)
+def test_server_role_may_assume_only_the_configured_pattern(
+    iam: IamSettings, pattern: str, base: str
+) -> None:
+    rec = build(iam)
+    server = rec.one(ROLE, "iam-server")
+    policy = rec.one(POLICY, "iam-server-assume-applications")
+    assert policy.inputs["role"] == server.outputs["name"]
+    assert json.loads(policy.inputs["policy"])["Statement"] == [
+        {
+            "Sid": "AssumeApplicationRoles",
+            "Effect": "Allow",
+            "Action": "sts:AssumeRole",
+            "Resource": pattern,
+        }
+    ]
+    assert server.inputs["tags"] == {
+        "kiam:role": "server",
+        "kiam:allow-any-role": str(iam.allow_any_role).lower(),
+    }
+    assert BUILT[0].role_base_arn == base
+    assert BUILT[0].application_role_pattern == pattern
+
+
+def test_partition_follows_the_region() -> None:
+    china = ClusterSettings(
+        name="c", account_id="111122223333", region="cn-north-1", kubernetes_version="1.33"
+    )
+    rec = build(cluster=china)
+    assert {a.inputs["policyArn"].split(":")[1] for a in rec.by_type(ATTACHMENT)} == {"aws-cn"}
+    assert (
+        json.loads(rec.one(POLICY, "iam-server-assume-applications").inputs["policy"])["Statement"][
+            0
+        ]["Resource"]
+        == "arn:aws-cn:iam::111122223333:role/kiam-apps/*"
+    )
+
+
+def test_two_instances_do_not_collide() -> None:
+    def both() -> None:
+        KiamIam("a", IamArgs(cluster=CLUSTER, iam=IamSettings()))
+        KiamIam("b", IamArgs(cluster=CLUSTER, iam=IamSettings()))
+
+    rec = run_component(both)
+    urns = [r.urn for r in rec.registrations]
+    assert len(urns) == 16
+    assert len(set(urns)) == len(urns)
+
+
+def test_kiam_role_names_start_with_the_prefix_the_pattern_rule_assumes() -> None:
+    from program.stack import KIAM_NAME
+    from settings.iam import KIAM_ROLE_NAME_PREFIX
+
+    assert f"{KIAM_NAME}-iam-".startswith(KIAM_ROLE_NAME_PREFIX)

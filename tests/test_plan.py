@@ -1,0 +1,118 @@
+"""The offline plan command: what it prints, what it writes, and how it fails."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import base_config
+from tools import config_reference
+from tools.mock_engine import PROJECT_DIR
+from tools.plan import main
+
+
+def test_plans_the_dev_stack_and_writes_the_rendered_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--stack", "dev", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Offline plan of stack dev (stacks/Pulumi.dev.yaml)" in out
+    assert "servers       2 x quay.io/uswitch/kiam:v4.2, sessions 60m (refresh 20m)" in out
+    assert (
+        "✓ Deployment kiam-server follows NodeGroup kiam-server-nodes's name (nodeSelector)" in out
+    )
+    assert (
+        "✓ DaemonSet kiam-agent waits for Deployment kiam-server, Namespace kiam-namespace" in out
+    )
+    assert "✓ all invariants hold" in out
+    assert "✓ 11 manifests valid (Kubernetes 1.33, strict)" in out
+    assert sorted(p.name for p in (tmp_path / "manifests").iterdir()) == [
+        "clusterrole-kiam-server.yaml",
+        "clusterrolebinding-kiam-server.yaml",
+        "daemonset-kiam-kiam-agent.yaml",
+        "deployment-kiam-kiam-server.yaml",
+        "namespace-kiam.yaml",
+        "poddisruptionbudget-kiam-kiam-server.yaml",
+        "secret-kiam-kiam-agent-tls.yaml",
+        "secret-kiam-kiam-server-tls.yaml",
+        "service-kiam-kiam-server.yaml",
+        "serviceaccount-kiam-kiam-agent.yaml",
+        "serviceaccount-kiam-kiam-server.yaml",
+    ]
+    assert sorted(p.name for p in (tmp_path / "iam").iterdir()) == [
+        "kiam-iam-server-node.json",
+        "kiam-iam-server.json",
+    ]
+    resources = json.loads((tmp_path / "resources.json").read_text())
+    assert len(resources) == 36
+    assert set(resources[0]) == {"urn", "type", "name", "parent", "dependencies", "inputs"}
+
+
+def test_written_plan_contains_no_secret(tmp_path: Path) -> None:
+    assert main(["--stack", "dev", "--out", str(tmp_path), "--no-validate"]) == 0
+    secret = yaml.safe_load(
+        (tmp_path / "manifests" / "secret-kiam-kiam-server-tls.yaml").read_text()
+    )
+    assert secret["stringData"] == {
+        "tls.crt": "[redacted]",
+        "tls.key": "[redacted]",
+        "ca.crt": "[redacted]",
+    }
+    everything = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert "PRIVATE KEY" not in everything
+    assert "k8s-aws-v1" not in everything
+    provider = next(
+        r
+        for r in json.loads((tmp_path / "resources.json").read_text())
+        if r["type"] == "pulumi:providers:kubernetes"
+    )
+    assert provider["inputs"]["kubeconfig"] == "[redacted]"
+
+
+def test_plans_an_arbitrary_stack_file(
+    tmp_stack: Callable[[Any], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_stack(base_config(server={"replicas": 2}), name="Pulumi.branch.yaml")
+    assert main(["--config-file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"Offline plan of stack branch ({path})" in out
+    assert "servers       2 x" in out
+
+
+def test_invalid_settings_exit_2_with_the_message_and_no_traceback(
+    tmp_stack: Callable[[Any], Path],
+) -> None:
+    path = tmp_stack(base_config(server={"replicas": 1}))
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--config-file", str(path)],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"{path}: invalid kiam settings (1 problem):\n"
+        "  - kiam:server.replicas: Input should be greater than or equal to 2 (got 1)\n"
+    )
+
+
+def test_a_missing_stack_file_is_a_settings_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--stack", "nosuch"]) == 2
+    assert capsys.readouterr().err == (
+        "stacks/Pulumi.nosuch.yaml: invalid kiam settings (1 problem):\n  - the stack file does not exist\n"
+    )
+
+
+def test_configuration_reference_matches_the_models() -> None:
+    assert config_reference.REFERENCE.read_text() == config_reference.render(), (
+        "docs/configuration.md is stale: run python -m tools.config_reference --write"
+    )

@@ -1,0 +1,212 @@
+"""The whole program: every example stack, providers, outputs, ordering, and a node group replacement."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import EXAMPLE_STACKS, base_config, example_config, pod_spec, run_program
+from tools.mock_engine import Recording
+
+KIAM_CHILDREN = {
+    ("kiam:index:Iam", "kiam-iam"),
+    ("kiam:index:ServerNodeGroup", "kiam-server-nodes"),
+    ("kubernetes:core/v1:Namespace", "kiam-namespace"),
+    ("kiam:index:Tls", "kiam-tls"),
+    ("kiam:index:Server", "kiam-server"),
+    ("kiam:index:Agent", "kiam-agent"),
+}
+
+
+# Every resource one stack creates; component tests pin down what each one is.
+STACK_RESOURCES = {
+    ("pulumi:providers:aws", "aws"),
+    ("pulumi:providers:kubernetes", "kubernetes"),
+    ("kiam:index:Kiam", "kiam"),
+    *KIAM_CHILDREN,
+    ("aws:iam/role:Role", "kiam-iam-server-node"),
+    ("aws:iam/role:Role", "kiam-iam-server"),
+    (
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "kiam-iam-server-node-AmazonEKSWorkerNodePolicy",
+    ),
+    (
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "kiam-iam-server-node-AmazonEKS_CNI_Policy",
+    ),
+    (
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "kiam-iam-server-node-AmazonEC2ContainerRegistryReadOnly",
+    ),
+    ("aws:iam/rolePolicy:RolePolicy", "kiam-iam-server-node-assume-server"),
+    ("aws:iam/rolePolicy:RolePolicy", "kiam-iam-server-assume-applications"),
+    ("aws:ec2/launchTemplate:LaunchTemplate", "kiam-server-nodes-launch-template"),
+    ("aws:eks/nodeGroup:NodeGroup", "kiam-server-nodes"),
+    ("tls:index/privateKey:PrivateKey", "kiam-tls-ca"),
+    ("tls:index/privateKey:PrivateKey", "kiam-tls-server"),
+    ("tls:index/privateKey:PrivateKey", "kiam-tls-agent"),
+    ("tls:index/selfSignedCert:SelfSignedCert", "kiam-tls-ca"),
+    ("tls:index/certRequest:CertRequest", "kiam-tls-server"),
+    ("tls:index/certRequest:CertRequest", "kiam-tls-agent"),
+    ("tls:index/locallySignedCert:LocallySignedCert", "kiam-tls-server"),
+    ("tls:index/locallySignedCert:LocallySignedCert", "kiam-tls-agent"),
+    ("kubernetes:core/v1:Secret", "kiam-tls-server"),
+    ("kubernetes:core/v1:Secret", "kiam-tls-agent"),
+    ("kubernetes:core/v1:ServiceAccount", "kiam-server"),
+    ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kiam-server"),
+    ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "kiam-server"),
+    ("kubernetes:core/v1:Service", "kiam-server"),
+    ("kubernetes:policy/v1:PodDisruptionBudget", "kiam-server"),
+    ("kubernetes:apps/v1:Deployment", "kiam-server"),
+    ("kubernetes:core/v1:ServiceAccount", "kiam-agent"),
+    ("kubernetes:apps/v1:DaemonSet", "kiam-agent"),
+}
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_every_example_stack_plans_cleanly(stack: str) -> None:
+    rec = run_program(example_config(stack), stack=stack)
+    assert [
+        (r.type, r.name) for r in rec.registrations if (r.type, r.name) not in STACK_RESOURCES
+    ] == []
+    assert {(r.type, r.name) for r in rec.registrations} == STACK_RESOURCES
+    urns = [r.urn for r in rec.registrations]
+    assert len(set(urns)) == len(urns) == 36, "the real engine rejects duplicate URNs"
+
+
+def test_exact_top_level_shape(base_run: Recording) -> None:
+    kiam = base_run.one("kiam:index:Kiam")
+    stack_children = {
+        (r.type, r.name)
+        for r in base_run.registrations
+        if r.parent.split("::")[2] == "pulumi:pulumi:Stack"
+    }
+    assert stack_children == {
+        ("pulumi:providers:aws", "aws"),
+        ("pulumi:providers:kubernetes", "kubernetes"),
+        ("kiam:index:Kiam", "kiam"),
+    }
+    assert {(r.type, r.name) for r in base_run.children_of(kiam.urn)} == KIAM_CHILDREN
+
+
+def test_every_resource_uses_the_stack_providers(base_run: Recording) -> None:
+    aws = base_run.one("pulumi:providers:aws")
+    k8s = base_run.one("pulumi:providers:kubernetes")
+    for r in base_run.registrations:
+        if not r.custom or r.type.startswith("pulumi:providers:"):
+            continue
+        package = r.type.split(":")[0]
+        expected = {"aws": aws, "kubernetes": k8s}.get(package)
+        if expected is None:
+            assert package == "tls"
+            continue
+        assert r.provider == f"{expected.urn}::{expected.id}", r.urn
+
+
+def test_aws_provider_is_pinned_to_the_account_and_region(base_run: Recording) -> None:
+    aws = base_run.one("pulumi:providers:aws")
+    assert aws.inputs["region"] == "eu-west-1"
+    assert json.loads(aws.inputs["allowedAccountIds"]) == ["111122223333"]
+
+
+def test_kubernetes_provider_execs_the_aws_cli_by_default(base_run: Recording) -> None:
+    k8s = base_run.one("pulumi:providers:kubernetes")
+    assert k8s.secret_paths == ("kubeconfig",)
+    kubeconfig = json.loads(k8s.inputs["kubeconfig"])
+    assert kubeconfig["clusters"][0]["cluster"]["server"].endswith(
+        ".gr7.eu-west-1.eks.amazonaws.com"
+    )
+    assert kubeconfig["users"][0]["user"]["exec"]["args"] == [
+        "eks", "get-token", "--cluster-name", "test", "--region", "eu-west-1",
+    ]  # fmt: skip
+    assert k8s.inputs["clusterIdentifier"] == "test"
+
+
+def test_kubernetes_provider_can_embed_a_token() -> None:
+    rec = run_program(base_config(cluster={"kubernetesAuth": "token"}))
+    kubeconfig = json.loads(rec.one("pulumi:providers:kubernetes").inputs["kubeconfig"])
+    assert kubeconfig["users"][0]["user"] == {"token": "k8s-aws-v1.mock-token"}
+
+
+def test_kubernetes_provider_can_take_an_explicit_kubeconfig() -> None:
+    config = base_config() | {"kiam:kubeconfig": "apiVersion: v1\nkind: Config\n"}
+    rec = run_program(config)
+    k8s = rec.one("pulumi:providers:kubernetes")
+    assert k8s.inputs["kubeconfig"] == "apiVersion: v1\nkind: Config\n"
+    assert k8s.secret_paths == ("kubeconfig",)
+
+
+def test_outputs(base_run: Recording) -> None:
+    group = base_run.one("aws:eks/nodeGroup:NodeGroup")
+    assert base_run.stack_outputs == {
+        "nodeRoleArn": base_run.one("aws:iam/role:Role", "kiam-iam-server-node").outputs["arn"],
+        "serverRoleArn": base_run.one("aws:iam/role:Role", "kiam-iam-server").outputs["arn"],
+        "roleBaseArn": "arn:aws:iam::111122223333:role/kiam-apps/",
+        "applicationRolePattern": "arn:aws:iam::111122223333:role/kiam-apps/*",
+        "nodeGroupName": group.outputs["nodeGroupName"],
+        "serverAddress": "kiam-server.kiam.svc.cluster.local:9610",
+        "namespace": "kiam",
+    }
+
+
+def test_namespace_is_privileged_for_the_agent_or_left_alone() -> None:
+    rec = run_program(base_config())
+    ns = rec.one("kubernetes:core/v1:Namespace")
+    assert ns.inputs["metadata"] == {
+        "name": "kiam",
+        "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
+    }
+    existing = run_program(base_config(namespace={"name": "kube-system", "create": False}))
+    assert existing.by_type("kubernetes:core/v1:Namespace") == []
+    assert (
+        existing.one("kubernetes:apps/v1:Deployment").inputs["metadata"]["namespace"]
+        == "kube-system"
+    )
+
+
+def test_replacing_the_node_group_moves_the_servers_with_it() -> None:
+    """A change that forces a new node group gives it a new name; the Deployment follows, so the
+    engine updates (and awaits) it before deleting the old group."""
+    before = run_program(base_config())
+    after = run_program(base_config(node_group={"instanceTypes": ["m6i.large"]}))
+    names = []
+    for rec in (before, after):
+        group = rec.one("aws:eks/nodeGroup:NodeGroup")
+        deployment = rec.one("kubernetes:apps/v1:Deployment")
+        name = group.outputs["nodeGroupName"]
+        assert pod_spec(deployment)["nodeSelector"] == {"eks.amazonaws.com/nodegroup": name}
+        assert group.urn in deployment.property_dependencies["spec"]
+        assert group.urn in deployment.dependencies
+        assert group.delete_before_replace is False
+        assert "nodeGroupName" not in group.inputs
+        names.append(name)
+    assert names[0] != names[1]
+    assert all(n.startswith("kiam-server-") for n in names)
+
+
+def test_an_in_place_node_group_change_keeps_the_name() -> None:
+    before = run_program(base_config())
+    after = run_program(base_config(node_group={"maxSize": 5, "labels": {"team": "a"}}))
+    assert (
+        before.one("aws:eks/nodeGroup:NodeGroup").outputs["nodeGroupName"]
+        == after.one("aws:eks/nodeGroup:NodeGroup").outputs["nodeGroupName"]
+    )
+
+
+def test_two_kiam_components_do_not_collide() -> None:
+    from components.kiam import Kiam, KiamArgs
+    from settings.loader import settings_from_values
+    from tests.conftest import run_component
+
+    values = {k.removeprefix("kiam:"): v for k, v in base_config().items()}
+    settings = settings_from_values(values, "test")
+
+    def both() -> None:
+        Kiam("blue", KiamArgs(settings=settings))
+        Kiam("green", KiamArgs(settings=settings))
+
+    rec = run_component(both)
+    urns = [r.urn for r in rec.registrations]
+    assert len(urns) == 2 * (len(STACK_RESOURCES) - 2)  # two of everything but the providers
+    assert len(set(urns)) == len(urns)

@@ -1,0 +1,188 @@
+"""Stack settings: defaults, every cross-field rule, and messages that name file, key path and what is allowed."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from settings import SettingsError
+from settings.loader import settings_from_values
+from settings.stack import StackSettings
+from tests.conftest import EXAMPLE_STACKS, base_config, example_config, run_program
+
+SOURCE = "stacks/Pulumi.test.yaml"
+
+
+def validate(config: dict) -> StackSettings:
+    values = {k.removeprefix("kiam:"): v for k, v in config.items()}
+    return settings_from_values(values, SOURCE)
+
+
+def problems(config: dict) -> list[str]:
+    with pytest.raises(SettingsError) as caught:
+        validate(config)
+    assert str(caught.value).startswith(f"{SOURCE}: invalid kiam settings")
+    return caught.value.problems
+
+
+def test_example_stacks_are_the_dev_and_production_clusters() -> None:
+    assert EXAMPLE_STACKS == ["dev", "production"]
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_every_example_stack_is_valid(stack: str) -> None:
+    validate(example_config(stack))
+
+
+def test_defaults_are_the_production_safe_ones() -> None:
+    s = validate(base_config())
+    assert s.server.replicas == 3
+    assert s.server.image == "quay.io/uswitch/kiam:v4.2"
+    assert (s.server.session_duration, s.server.session_refresh) == ("60m", "20m")
+    assert s.server.priority_class_name == "system-cluster-critical"
+    assert s.agent.priority_class_name == "system-node-critical"
+    assert s.agent.remove_iptables_rule_on_exit is False
+    assert (s.node_group.min_size, s.node_group.desired_size, s.node_group.max_size) == (3, 3, 4)
+    assert (s.node_group.taint.key, s.node_group.taint.value, s.node_group.taint.effect) == (
+        "dedicated",
+        "kiam-server",
+        "NO_SCHEDULE",
+    )
+    assert (s.iam.application_role_path, s.iam.allow_any_role) == ("/kiam-apps/", False)
+    assert s.cluster.kubernetes_auth == "exec"
+
+
+def test_settings_are_frozen() -> None:
+    s = validate(base_config())
+    with pytest.raises(Exception, match="frozen"):
+        s.server.replicas = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"server": {"replicas": 4}},
+            "kiam:nodeGroup.minSize (3) must be at least kiam:server.replicas (4): hard anti-affinity "
+            "puts one server per node, so the extra servers would stay Pending",
+        ),
+        (
+            {"server": {"replicas": 1}},
+            "kiam:server.replicas: Input should be greater than or equal to 2 (got 1)",
+        ),
+        (
+            {"server": {"sessionDuration": "15m"}},
+            "kiam:server: sessionDuration 15m must be above 15m and at most 60m (kiam's minimum; "
+            "the role-chaining maximum)",
+        ),
+        (
+            {"server": {"sessionDuration": "61m"}},
+            "kiam:server: sessionDuration 61m must be above 15m and at most 60m (kiam's minimum; "
+            "the role-chaining maximum)",
+        ),
+        (
+            {"server": {"sessionDuration": "30m", "sessionRefresh": "30m"}},
+            "kiam:server: sessionRefresh 30m must be below sessionDuration 30m",
+        ),
+        (
+            {
+                "node_group": {
+                    "subnets": [
+                        {"id": "subnet-00000000000000001", "zone": "eu-west-1a"},
+                        {"id": "subnet-00000000000000002", "zone": "eu-west-1a"},
+                    ]
+                }
+            },
+            "kiam:nodeGroup: subnets are all in eu-west-1a: the servers must span at least two zones",
+        ),
+        (
+            {
+                "node_group": {
+                    "subnets": [
+                        {"id": "subnet-00000000000000001"},
+                        {"id": "subnet-00000000000000001"},
+                    ]
+                }
+            },
+            "kiam:nodeGroup: subnets lists subnet-00000000000000001 more than once",
+        ),
+        (
+            {"agent": {"tolerations": [{"operator": "Exists"}]}},
+            "kiam:agent.tolerations[0] tolerates the server taint dedicated=kiam-server:NoSchedule: "
+            "agents must never run on server nodes (they would expose the nodes' credentials)",
+        ),
+        (
+            {"agent": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}},
+            "kiam:agent.tolerations[0] tolerates the server taint dedicated=kiam-server:NoSchedule: "
+            "agents must never run on server nodes (they would expose the nodes' credentials)",
+        ),
+        (
+            {"iam": {"applicationRolePath": "/"}},
+            "kiam:iam: applicationRolePath '/' with no applicationRoleNamePrefix lets the server "
+            "assume every role in the account; narrow it, or set allowAnyRole: true to mean it",
+        ),
+        (
+            {"iam": {"applicationRolePath": "/kiam/"}},
+            "kiam:iam: applicationRolePath '/kiam/' with prefix '' also matches kiam's own roles "
+            "under kiamRolePath '/kiam/': the server could assume them",
+        ),
+        (
+            {"iam": {"applicationRolePath": "/", "applicationRoleNamePrefix": "ki"}},
+            "kiam:iam: applicationRolePath '/' with prefix 'ki' also matches kiam's own roles "
+            "under kiamRolePath '/kiam/': the server could assume them",
+        ),
+        (
+            {"node_group": {"amiType": "AL2023_ARM_64_STANDARD"}},
+            "kiam:nodeGroup: instanceTypes t3.medium do not match the arm64 amiType AL2023_ARM_64_STANDARD",
+        ),
+    ],
+)
+def test_cross_field_rules_have_exact_messages(change: dict, message: str) -> None:
+    assert problems(base_config(**change)) == [message]
+
+
+def test_every_problem_is_listed_with_its_key_path() -> None:
+    config = base_config(server={"replicas": "three", "imagee": "x"}, cluster={"accountId": "1234"})
+    config["kiam:sever"] = {}
+    assert problems(config) == [
+        "kiam:cluster.accountId: '1234' is not a 12-digit AWS account id",
+        'kiam:server.replicas: Input should be a valid integer, unable to parse string as an integer (got "three")',
+        "kiam:server.imagee: is not a known setting (allowed here: extraArgs, grpcPort, "
+        "image, logLevel, maxConnectionAge, maxConnectionAgeGrace, maxConnectionIdle, metricsPort, "
+        "priorityClassName, replicas, resources, rolloutTimeoutMinutes, serviceName, sessionDuration, "
+        "sessionRefresh, syncInterval, unhealthyNodeTolerationSeconds)",
+        "kiam:sever: is not a known setting (allowed here: agent, cluster, iam, kubeconfig, namespace, "
+        "nodeGroup, server, tls)",
+    ]
+
+
+def test_invalid_settings_stop_the_program_before_any_resource_is_registered() -> None:
+    from tools import mock_engine
+
+    config = base_config(server={"replicas": 1})
+    registered: list = []
+    original = mock_engine.RecordingMonitor.RegisterResource
+
+    def spy(self, request):  # type: ignore[no-untyped-def]
+        registered.append(request.type)
+        return original(self, request)
+
+    mock_engine.RecordingMonitor.RegisterResource = spy  # type: ignore[method-assign]
+    try:
+        with pytest.raises(pulumi.RunError) as caught:
+            run_program(config, stack="test")
+    finally:
+        mock_engine.RecordingMonitor.RegisterResource = original  # type: ignore[method-assign]
+    assert str(caught.value) == (
+        "stacks/Pulumi.test.yaml: invalid kiam settings (1 problem):\n"
+        "  - kiam:server.replicas: Input should be greater than or equal to 2 (got 1)"
+    )
+    # Only the root stack, which the engine registers before the program starts.
+    assert registered == ["pulumi:pulumi:Stack"]
+
+
+def test_kubeconfig_is_read_as_a_secret_string() -> None:
+    s = validate(base_config() | {"kiam:kubeconfig": '{"apiVersion": "v1"}'})
+    assert s.kubeconfig is not None
+    assert s.kubeconfig.get_secret_value() == '{"apiVersion": "v1"}'
+    assert "apiVersion" not in repr(s)

@@ -15,7 +15,6 @@ from invariants.view import (
     PDB,
     ROLE_POLICY,
     SECRET,
-    SERVICE,
     KiamView,
     container,
     flag_values,
@@ -123,10 +122,17 @@ def server_disruption_budget(view: KiamView) -> list[Violation]:
                     Violation(
                         "server-disruption-budget",
                         pdb.urn,
-                        f"allows {allowed!r} disruptions of {replicas!r} servers; must be exactly 1 and fewer than the replicas",
+                        f"allows {_number(allowed)} disruptions of {_number(replicas)} servers; must be exactly 1 and fewer than the replicas",
                     )
                 )
     return out
+
+
+def _number(value: Any) -> str:
+    """Numbers arrive as floats from the engine; print 3, not 3.0."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value)
 
 
 def server_service(view: KiamView) -> list[Violation]:
@@ -138,14 +144,10 @@ def server_service(view: KiamView) -> list[Violation]:
         if dig(c.inputs, "subject", "commonName") == "kiam-server"
     ]
     for agent in view.agents:
-        addresses = flag_values(dig(container(agent, AGENT_CONTAINER), "args"), "--server-address")
-        if len(addresses) != 1:
+        host, service = view.dialed_service(agent)
+        if host is None:
             out.append(Violation("server-service", agent.urn, "needs exactly one --server-address"))
             continue
-        host = addresses[0].rsplit(":", 1)[0]
-        parts = host.split(".")
-        namespace = parts[1] if len(parts) > 1 else dig(agent.inputs, "metadata", "namespace")
-        service = view.by_name(SERVICE, parts[0], namespace)
         if service is None:
             out.append(
                 Violation(
@@ -398,12 +400,7 @@ def ordering(view: KiamView) -> list[Violation]:
                 for b in view.of_type(CLUSTER_ROLE_BINDING)
                 if dig(b.inputs, "metadata", "name") == dig(dep.inputs, "metadata", "name")
             ],
-            "Service": [
-                s
-                for s in view.of_type(SERVICE)
-                if dig(s.inputs, "spec", "selector")
-                == dig(dep.inputs, "spec", "selector", "matchLabels")
-            ],
+            "Service": [view.dialed_service(a)[1] for a in view.agents],
         }
         for what, found in needs.items():
             if not found or any(r is None or r.urn not in dep.dependencies for r in found):

@@ -62,6 +62,16 @@ class KiamView:
                 return r
         return None
 
+    def dialed_service(self, agent: Resource) -> tuple[str | None, Resource | None]:
+        """The host an agent dials and the Service of this stack with that name, if any."""
+        addresses = flag_values(dig(container(agent, "kiam-agent"), "args"), "--server-address")
+        if len(addresses) != 1:
+            return None, None
+        host = addresses[0].rsplit(":", 1)[0]
+        parts = host.split(".")
+        namespace = parts[1] if len(parts) > 1 else dig(agent.inputs, "metadata", "namespace")
+        return host, self.by_name(SERVICE, parts[0], namespace)
+
     def server_taints(self) -> list[dict[str, str]]:
         """The taints of the dedicated node groups, in Kubernetes spelling."""
         effects = {

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
+    Policy,
     PolicyResource,
     ReportViolation,
     StackValidationArgs,
@@ -34,10 +36,9 @@ _SENTINELS = {
 def _plain(value: Any) -> Any:
     """The policy SDK's unknown-checking proxies as plain values, unknowns as `UNKNOWN`."""
     if hasattr(value, "__getitem__") and not isinstance(value, (str, bytes, list, dict)):
-        try:
+        # Both proxy kinds hand out their wrapped value under this key.
+        with contextlib.suppress(KeyError, IndexError, TypeError):
             value = value["__target"]
-        except (KeyError, IndexError, TypeError):
-            pass
     if isinstance(value, str) and value in _SENTINELS:
         return UNKNOWN
     if isinstance(value, dict):
@@ -72,7 +73,7 @@ def _validator(check_id: str) -> Callable[[StackValidationArgs, ReportViolation]
     return validate
 
 
-POLICIES = [
+POLICIES: list[Policy] = [
     StackValidationPolicy(
         name=f"kiam-{check_id}",
         description=(check.__doc__ or check_id).strip().splitlines()[0],

@@ -8,7 +8,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pulumi_policy import PolicyResource, PolicyResourceOptions, StackValidationArgs
+from pulumi_policy import (
+    PolicyResource,
+    PolicyResourceOptions,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 from pulumi_policy.policy import PolicyCustomTimeouts
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
@@ -47,6 +52,7 @@ def policy_resources(rec: Recording, change: Any = None) -> list[PolicyResource]
 def run_pack(resources: list[PolicyResource]) -> list[tuple[str, str, str | None]]:
     reported: list[tuple[str, str, str | None]] = []
     for policy in POLICIES:
+        assert isinstance(policy, StackValidationPolicy)
         policy.validate(
             StackValidationArgs(resources),
             lambda message, urn=None, policy=policy: reported.append((policy.name, message, urn)),

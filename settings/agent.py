@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,6 +15,7 @@ from settings.base import (
     LabelValue,
     LogLevel,
     Model,
+    matching,
 )
 from settings.server import KIAM_IMAGE
 from settings.workload import ResourceSettings, reject_managed_flags
@@ -63,9 +64,11 @@ class AgentSettings(Model):
     """`kiam:agent`: the kiam-agent DaemonSet on every node except the server nodes."""
 
     image: Image = Field(default=KIAM_IMAGE, description="kiam image.")
-    host_interface: str = Field(
+    host_interface: Annotated[
+        str,
+        matching(r"!?[A-Za-z0-9.+_-]{1,15}", "an interface name or pattern such as eni+ or !eth0"),
+    ] = Field(
         default="eni+",
-        pattern=r"^!?[A-Za-z0-9.+_-]{1,15}$",
         description="Pod-facing host interfaces to intercept (`eni+` for the EKS VPC CNI, "
         "`cali+` for Calico; `!` inverts, `+` is a wildcard).",
     )
@@ -108,5 +111,5 @@ class AgentSettings(Model):
     def _check(self) -> AgentSettings:
         if self.port == self.metrics_port:
             raise ValueError(f"port and metricsPort are both {self.port}")
-        reject_managed_flags(self.extra_args, AGENT_MANAGED_FLAGS, "agent")
+        reject_managed_flags(self.extra_args, AGENT_MANAGED_FLAGS)
         return self

@@ -71,7 +71,9 @@ def read_stack_file(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise SettingsError(source, ["the stack file does not exist"]) from None
     except yaml.YAMLError as error:
-        raise SettingsError(source, [f"not valid YAML: {_one_line(str(error))}"]) from None
+        raise SettingsError(source, [f"not valid YAML: {_yaml_problem(error)}"]) from None
+    if document is None:
+        raise SettingsError(source, ["the stack file is empty: it needs a `config:` mapping"])
     if not isinstance(document, dict):
         raise SettingsError(source, ["a stack file must be a mapping with a `config:` key"])
     config = document.get("config")
@@ -125,6 +127,8 @@ def _describe(error: Any) -> str:
 
 
 def _key_path(loc: tuple[Any, ...]) -> str:
+    if loc and loc[-1] == "[key]":
+        loc = loc[:-2]  # a map key that is itself invalid: name the map; the message quotes the key
     if not loc:
         return f"{NAMESPACE}:"
     text = f"{NAMESPACE}:{loc[0]}"
@@ -157,5 +161,9 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or " ".join(str(error).split())
+    if mark is None:
+        return str(problem)
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"

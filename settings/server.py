@@ -118,5 +118,5 @@ class ServerSettings(Model):
             )
         if self.grpc_port == self.metrics_port:
             raise ValueError(f"grpcPort and metricsPort are both {self.grpc_port}")
-        reject_managed_flags(self.extra_args, SERVER_MANAGED_FLAGS, "server")
+        reject_managed_flags(self.extra_args, SERVER_MANAGED_FLAGS)
         return self

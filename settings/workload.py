@@ -28,11 +28,11 @@ def _mebibytes(quantity: str) -> float:
     return int(quantity[:-2]) * factor
 
 
-def reject_managed_flags(extra_args: list[str], managed: frozenset[str], where: str) -> None:
+def reject_managed_flags(extra_args: list[str], managed: frozenset[str]) -> None:
     """Extra args may add flags, never replace one the program sets (it would silently win or clash)."""
     clashes = sorted({a.split("=", 1)[0] for a in extra_args} & managed)
     if clashes:
         raise ValueError(
-            f"{where}.extraArgs sets {', '.join(clashes)}, which the program manages: "
+            f"extraArgs sets {', '.join(clashes)}, which the program manages: "
             "use the matching setting instead"
         )

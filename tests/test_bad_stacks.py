@@ -1,0 +1,66 @@
+"""The bad-input corpus: every malformed stack file gets its exact message, exit code 2, and nothing is registered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+import pytest
+import yaml
+
+from settings import SettingsError
+from settings.loader import read_stack_file
+from tools import mock_engine
+from tools.plan import main
+
+CORPUS = Path(__file__).parent / "bad_stacks"
+EXPECTED: dict[str, list[str]] = yaml.safe_load((CORPUS / "expected.yaml").read_text())
+CASES = sorted(p for p in CORPUS.glob("*.yaml") if p.name != "expected.yaml")
+
+
+def test_the_corpus_is_large_and_every_file_has_an_expectation() -> None:
+    assert len(CASES) >= 40
+    assert sorted(p.name for p in CASES) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_the_plan_exits_2_with_the_exact_message(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--config-file", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == str(SettingsError(str(path), EXPECTED[path.name])) + "\n"
+    assert "Traceback" not in captured.err
+
+
+def _program_cases() -> list[Path]:
+    """Files whose YAML parses into a config map: Pulumi itself rejects the others before any program runs."""
+    cases = []
+    for path in CASES:
+        try:
+            read_stack_file(path)
+        except SettingsError:
+            continue
+        cases.append(path)
+    return cases
+
+
+@pytest.mark.parametrize("path", _program_cases(), ids=[p.stem for p in _program_cases()])
+def test_the_program_stops_before_registering_anything(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registered: list[str] = []
+    original = mock_engine.RecordingMonitor.RegisterResource
+
+    def spy(self: mock_engine.RecordingMonitor, request: object) -> object:
+        registered.append(request.type)  # type: ignore[attr-defined]
+        return original(self, request)
+
+    monkeypatch.setattr(mock_engine.RecordingMonitor, "RegisterResource", spy)
+    with pytest.raises(pulumi.RunError) as caught:
+        mock_engine.run_main(read_stack_file(path), stack="case")
+    assert str(caught.value) == str(SettingsError("stacks/Pulumi.case.yaml", EXPECTED[path.name]))
+    assert registered == [
+        "pulumi:pulumi:Stack"
+    ]  # the engine's root, registered before the program runs

@@ -1,0 +1,171 @@
+"""Property-based tests: across the settings space every guarantee holds, and every near miss is
+rejected with a message, never an exception from inside a component."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from invariants import check_all
+from invariants.recorded import resources_from_recording
+from settings import SettingsError
+from settings.loader import settings_from_values
+from tests.conftest import run_program
+
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ZONES = ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
+X86 = ["t3.medium", "m6i.large", "c6i.large"]
+ARM = ["m7g.large", "t4g.medium", "c6gn.large"]
+
+
+@st.composite
+def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
+    replicas = draw(st.integers(2, 5))
+    min_size = draw(st.integers(replicas, 6))
+    desired = draw(st.integers(min_size, 7))
+    max_size = draw(st.integers(desired, 8))
+    zones = draw(st.lists(st.sampled_from(ZONES), min_size=2, max_size=3, unique=True))
+    arm = draw(st.booleans())
+    ami = draw(
+        st.sampled_from(
+            ["AL2023_ARM_64_STANDARD", "BOTTLEROCKET_ARM_64"]
+            if arm
+            else ["AL2023_x86_64_STANDARD", "BOTTLEROCKET_x86_64"]
+        )
+    )
+    duration = draw(st.integers(16, 60))
+    refresh = draw(st.integers(1, duration - 1))
+    taint_key = draw(st.sampled_from(["dedicated", "kiam.example.com/role", "node-role"]))
+    taint_value = draw(st.sampled_from(["kiam-server", "kiam", "servers"]))
+    other_taints = draw(
+        st.lists(st.sampled_from(["nvidia.com/gpu", "spot", "batch"]), unique=True, max_size=2)
+    )
+    path = draw(st.sampled_from(["/kiam-apps/", "/apps/", "/teams/a/"]))
+    grpc_port = draw(st.integers(1024, 20000))
+    return {
+        "kiam:cluster": {
+            "name": draw(st.sampled_from(["dev", "prod-eu", "c1"])),
+            "accountId": draw(st.from_regex(r"\A\d{12}\Z")),
+            "region": "eu-west-1",
+            "kubernetesVersion": draw(st.sampled_from(["1.30", "1.31", "1.32", "1.33"])),
+            "kubernetesAuth": draw(st.sampled_from(["exec", "token"])),
+        },
+        "kiam:nodeGroup": {
+            "subnets": [
+                {"id": f"subnet-{i:017x}", "zone": zone} for i, zone in enumerate(zones, 1)
+            ],
+            "instanceTypes": draw(
+                st.lists(st.sampled_from(ARM if arm else X86), min_size=1, max_size=2, unique=True)
+            ),
+            "amiType": ami,
+            "capacityType": draw(st.sampled_from(["ON_DEMAND", "SPOT"])),
+            "minSize": min_size,
+            "desiredSize": desired,
+            "maxSize": max_size,
+            "taint": {
+                "key": taint_key,
+                "value": taint_value,
+                "effect": draw(st.sampled_from(["NO_SCHEDULE", "NO_EXECUTE"])),
+            },
+        },
+        "kiam:server": {
+            "replicas": replicas,
+            "sessionDuration": f"{duration}m",
+            "sessionRefresh": f"{refresh}m",
+            "grpcPort": grpc_port,
+            "metricsPort": grpc_port + 1,
+            "logLevel": draw(st.sampled_from(["debug", "info", "warn", "error"])),
+        },
+        "kiam:agent": {
+            "tolerations": [
+                {"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in other_taints
+            ],
+            "hostInterface": draw(st.sampled_from(["eni+", "cali+", "!eth0"])),
+        },
+        "kiam:iam": {
+            "applicationRolePath": path,
+            "applicationRoleNamePrefix": draw(st.sampled_from(["", "app-"])),
+        },
+        "kiam:namespace": {"name": draw(st.sampled_from(["kiam", "kiam-system"]))},
+    }
+
+
+@FAST
+@given(valid_configs())
+def test_every_invariant_holds_across_the_settings_space(config: dict[str, Any]) -> None:
+    recording = run_program(config)
+    assert check_all(resources_from_recording(recording)) == []
+
+
+# One way to miss each rule; hypothesis picks the rule and the values.
+NEAR_MISSES = {
+    "replicas above the node group": lambda c, n: c["kiam:server"].update(
+        replicas=c["kiam:nodeGroup"]["minSize"] + n
+    ),
+    "refresh not below duration": lambda c, n: c["kiam:server"].update(
+        sessionRefresh=f"{int(c['kiam:server']['sessionDuration'][:-1]) + n - 1}m"
+    ),
+    "session too long": lambda c, n: c["kiam:server"].update(sessionDuration=f"{60 + n}m"),
+    "session too short": lambda c, n: c["kiam:server"].update(sessionDuration=f"{max(1, 16 - n)}m"),
+    "one zone": lambda c, n: [s.update(zone="eu-west-1a") for s in c["kiam:nodeGroup"]["subnets"]],
+    "agent tolerates the server taint": lambda c, n: c["kiam:agent"]["tolerations"].append(
+        {"key": c["kiam:nodeGroup"]["taint"]["key"], "operator": "Exists"}
+    ),
+    "account id length": lambda c, n: c["kiam:cluster"].update(accountId="1" * (12 + n)),
+    "min above desired": lambda c, n: c["kiam:nodeGroup"].update(
+        minSize=c["kiam:nodeGroup"]["desiredSize"] + n,
+        maxSize=c["kiam:nodeGroup"]["desiredSize"] + n,
+    ),
+    "unknown key": lambda c, n: c["kiam:server"].update({f"replicas{n}": 1}),
+    "same ports": lambda c, n: c["kiam:server"].update(metricsPort=c["kiam:server"]["grpcPort"]),
+}
+
+
+@FAST
+@given(valid_configs(), st.sampled_from(sorted(NEAR_MISSES)), st.integers(1, 5))
+def test_near_misses_are_rejected_with_a_message(config: dict[str, Any], miss: str, n: int) -> None:
+    broken = copy.deepcopy(config)
+    NEAR_MISSES[miss](broken, n)
+    values = {k.removeprefix("kiam:"): v for k, v in broken.items()}
+    try:
+        settings_from_values(values, "stacks/Pulumi.case.yaml")
+    except SettingsError as error:
+        assert error.problems
+        assert all(p and "\n" not in p and "Traceback" not in p for p in error.problems)
+        assert str(error).startswith("stacks/Pulumi.case.yaml: invalid kiam settings")
+    else:
+        raise AssertionError(f"{miss} was accepted")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 70000) | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@FAST
+@given(
+    valid_configs(),
+    st.sampled_from(
+        ["kiam:cluster", "kiam:nodeGroup", "kiam:server", "kiam:agent", "kiam:iam", "kiam:tls"]
+    ),
+    st.text(min_size=1, max_size=24),
+    JSON,
+)
+def test_arbitrary_values_are_either_valid_or_a_settings_error(
+    config: dict[str, Any], section: str, key: str, value: Any
+) -> None:
+    broken = copy.deepcopy(config)
+    target = broken.setdefault(section, {})
+    target[key] = value
+    values = {k.removeprefix("kiam:"): v for k, v in broken.items()}
+    try:
+        settings_from_values(values, "stacks/Pulumi.case.yaml")
+    except SettingsError as error:
+        assert error.problems

@@ -10,8 +10,12 @@ failed; 2 the stack settings are invalid (nothing was registered).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing
 import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     from tools.mock_engine import run_main
     from tools.render import render
 
-    recording = run_main(config, stack=stack, secret_keys=_secret_keys(config))
-    plan = render(recording)
-    violations = check_all(resources_from_recording(recording))
-    findings = [] if args.no_validate else _validate(plan, settings)
+    with _validator_process(enabled=not args.no_validate) as validator:
+        recording = run_main(config, stack=stack, secret_keys=_secret_keys(config))
+        plan = render(recording)
+        violations = check_all(resources_from_recording(recording))
+        findings = validator(plan, settings.cluster.kubernetes_version)
 
     print(summary(stack, path, settings, recording))
     print(_section("Guarantees", [f"✗ {v}" for v in violations] or ["✓ all invariants hold"]))
@@ -92,12 +97,27 @@ def _secret_keys(config: dict[str, Any]) -> list[str]:
     return [k for k, v in config.items() if v == UNDECRYPTED_SECRET]
 
 
-def _validate(plan: Any, settings: StackSettings) -> list[Any]:
-    from tools.validate import iam_findings, kubernetes_findings
+@contextlib.contextmanager
+def _validator_process(enabled: bool) -> Iterator[Callable[[Any, str], list[Any]]]:
+    """Validators loaded in a second process while this one runs the program.
 
-    return kubernetes_findings(plan.manifests, settings.cluster.kubernetes_version) + iam_findings(
-        plan.iam
-    )
+    Loading them (parliament parses ~10 MB of IAM definitions) costs about as much as the
+    program run itself; on a machine with two cores the two overlap instead of adding up.
+    The process is forked before the cloud SDKs are imported, so it carries none of their state.
+    """
+    from tools import validate
+
+    if not enabled:
+        yield lambda plan, version: []
+        return
+    if "fork" not in multiprocessing.get_all_start_methods():
+        yield lambda plan, version: validate.validate_plan(plan.manifests, plan.iam, version)
+        return
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        pool.submit(validate.preload)
+        yield lambda plan, version: pool.submit(
+            validate.validate_plan, plan.manifests, plan.iam, version
+        ).result()
 
 
 def _section(title: str, lines: list[str]) -> str:

@@ -66,3 +66,16 @@ def iam_findings(iam: dict[str, dict[str, Any]]) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def preload() -> None:
+    """Import both validators and their data (parliament parses ~10 MB of IAM definitions)."""
+    import kubernetes_validate  # noqa: F401
+    import parliament  # noqa: F401
+
+
+def validate_plan(
+    manifests: dict[str, dict[str, Any]], iam: dict[str, dict[str, Any]], kubernetes_version: str
+) -> list[Finding]:
+    """Every finding of both validators on one rendered plan."""
+    return kubernetes_findings(manifests, kubernetes_version) + iam_findings(iam)

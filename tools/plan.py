@@ -3,23 +3,23 @@
     python -m tools.plan --stack dev [--out DIR]
     python -m tools.plan --config-file path/to/Pulumi.x.yaml [--out DIR]
 
-No cloud credentials, no Pulumi CLI. Exit codes: 0 planned cleanly; 1 a validator or a guarantee
-failed; 2 the stack settings are invalid (nothing was registered).
+    python -m tools.plan --stack dev --diff BASE_DIR    # per-object diff against an earlier --out
+
+No cloud credentials, no Pulumi CLI. Exit codes: 0 planned cleanly (with --diff: no change);
+1 a validator or a guarantee failed (with --diff: the plans differ); 2 the stack settings are
+invalid (nothing was registered).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import multiprocessing
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from settings import SettingsError, settings_from_stack_file
 from settings.loader import stack_file_for
@@ -38,6 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write resources.json, manifests/ and iam/ here")
     parser.add_argument(
         "--no-validate", action="store_true", help="skip the schema and IAM validators"
+    )
+    parser.add_argument(
+        "--diff",
+        type=Path,
+        metavar="BASE_DIR",
+        help="print per-object diffs against a plan written earlier with --out; exit 1 if any",
     )
     args = parser.parse_args(argv)
 
@@ -60,6 +66,24 @@ def main(argv: list[str] | None = None) -> int:
         plan = render(recording)
         violations = check_all(resources_from_recording(recording))
         findings = validator(plan, settings.cluster.kubernetes_version)
+
+    if args.diff:
+        from tools.plan_diff import diff_plans, read_plan_dir, report
+
+        result = diff_plans(read_plan_dir(args.diff), plan.files())
+        print(report(result))
+        if args.out:
+            write(plan, args.out)
+        return EXIT_OK if result.equal else EXIT_FAILED
+
+    if args.diff:
+        from tools.plan_diff import diff_plans, read_plan_dir, report
+
+        result = diff_plans(read_plan_dir(args.diff), plan.files())
+        print(report(result))
+        if args.out:
+            write(plan, args.out)
+        return EXIT_OK if result.equal else EXIT_FAILED
 
     print(summary(stack, path, settings, recording))
     print(_section("Guarantees", [f"✗ {v}" for v in violations] or ["✓ all invariants hold"]))
@@ -177,26 +201,17 @@ def _tree(recording: Any) -> list[str]:
     return lines
 
 
-def manifest_yaml(obj: dict[str, Any]) -> str:
-    """A manifest as people write them: apiVersion, kind, metadata first, then the rest sorted."""
-    head = ("apiVersion", "kind", "metadata")
-    ordered = {k: obj[k] for k in head if k in obj} | {
-        k: obj[k] for k in sorted(obj) if k not in head
-    }
-    return yaml.safe_dump(ordered, sort_keys=False, width=120)
-
-
 def write(plan: Any, out: Path) -> None:
-    """resources.json, manifests/<kind>-<namespace>-<name>.yaml, iam/<role>.json; secrets redacted."""
-    for sub in ("manifests", "iam"):
-        (out / sub).mkdir(parents=True, exist_ok=True)
-        for stale in (out / sub).iterdir():
-            stale.unlink()
-    (out / "resources.json").write_text(json.dumps(plan.resources, indent=2, sort_keys=True) + "\n")
-    for name, obj in plan.manifests.items():
-        (out / "manifests" / name).write_text(manifest_yaml(obj))
-    for name, doc in plan.iam.items():
-        (out / "iam" / name).write_text(json.dumps(doc, indent=2) + "\n")
+    """resources.json and one file per object under manifests/, iam/ and aws/; secrets redacted."""
+    from tools.render import OBJECT_FOLDERS
+
+    for folder in OBJECT_FOLDERS:
+        if (out / folder).is_dir():
+            for stale in (out / folder).iterdir():
+                stale.unlink()
+    for relative, text in plan.files().items():
+        (out / relative).parent.mkdir(parents=True, exist_ok=True)
+        (out / relative).write_text(text)
 
 
 if __name__ == "__main__":

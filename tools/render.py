@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from tools.mock_engine import Recording, Registration
 
 REDACTED = "[redacted]"
@@ -24,11 +26,38 @@ class Plan:
     """File name -> Kubernetes object."""
     iam: dict[str, dict[str, Any]]
     """File name -> a role's trust policy, inline policies and managed policy ARNs."""
+    aws: dict[str, dict[str, Any]]
+    """File name -> inputs of every other AWS resource (the node group, its launch template)."""
+
+    def files(self) -> dict[str, str]:
+        """The plan as reviewable files: one per object, keyed by their path under the plan folder."""
+        out = {f"manifests/{name}": manifest_yaml(obj) for name, obj in self.manifests.items()}
+        out |= {f"iam/{name}": _json(doc) for name, doc in self.iam.items()}
+        out |= {f"aws/{name}": _json(doc) for name, doc in self.aws.items()}
+        out["resources.json"] = _json(self.resources)
+        return out
+
+
+# Folders of per-object files that `--diff` compares; resources.json repeats them in one file.
+OBJECT_FOLDERS = ("manifests", "iam", "aws")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
+
+
+def manifest_yaml(obj: dict[str, Any]) -> str:
+    """A manifest as people write them: apiVersion, kind, metadata first, then the rest sorted."""
+    head = ("apiVersion", "kind", "metadata")
+    ordered = {k: obj[k] for k in head if k in obj} | {
+        k: obj[k] for k in sorted(obj) if k not in head
+    }
+    return yaml.safe_dump(ordered, sort_keys=False, width=120)
 
 
 def redacted_inputs(reg: Registration) -> dict[str, Any]:
     """Inputs with every secret value replaced, and Secret payloads removed whatever their marking."""
-    inputs: dict[str, Any] = json.loads(json.dumps(reg.inputs, default=str))
+    inputs: dict[str, Any] = _whole_numbers(json.loads(json.dumps(reg.inputs, default=str)))
     payload_keys: tuple[str, ...] = ()
     if reg.type == "kubernetes:core/v1:Secret":
         payload_keys = ("data", "stringData")
@@ -39,6 +68,17 @@ def redacted_inputs(reg: Registration) -> dict[str, Any]:
         if path.split(".")[0].split("[")[0] not in payload_keys:
             _replace(inputs, path, REDACTED)
     return inputs
+
+
+def _whole_numbers(value: Any) -> Any:
+    """The engine sends every number as a float; show 3, not 3.0, as the user wrote it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value
 
 
 def _replace(tree: dict[str, Any], path: str, value: Any) -> None:
@@ -75,14 +115,20 @@ def render(recording: Recording) -> Plan:
             "dependencies": list(r.dependencies),
             "inputs": redacted_inputs(r),
         }
-        for r in recording.registrations
+        # Registration order varies from run to run (registrations are asynchronous).
+        for r in sorted(recording.registrations, key=lambda r: r.urn)
     ]
     manifests = {}
     for r in recording.registrations:
         if r.custom and r.type.startswith(KUBERNETES_PREFIX) and not r.type.startswith("pulumi:"):
             obj = redacted_inputs(r)
             manifests[manifest_file_name(obj)] = obj
-    return Plan(resources=resources, manifests=manifests, iam=iam_documents(recording))
+    aws = {
+        f"{r.type.rsplit(':', 1)[-1].lower()}-{r.name}.json": redacted_inputs(r)
+        for r in recording.registrations
+        if r.custom and r.type.startswith("aws:") and r.type not in (ROLE, ROLE_POLICY, ATTACHMENT)
+    }
+    return Plan(resources=resources, manifests=manifests, iam=iam_documents(recording), aws=aws)
 
 
 def iam_documents(recording: Recording) -> dict[str, dict[str, Any]]:
@@ -95,11 +141,11 @@ def iam_documents(recording: Recording) -> dict[str, dict[str, Any]]:
             for p in recording.by_type(ROLE_POLICY)
             if p.inputs.get("role") == role_name
         }
-        managed = [
+        managed = sorted(
             a.inputs["policyArn"]
             for a in recording.by_type(ATTACHMENT)
             if a.inputs.get("role") == role_name
-        ]
+        )
         documents[f"{role.name}.json"] = {
             "role": role.name,
             "path": role.inputs.get("path", "/"),

@@ -1,0 +1,164 @@
+"""What each example stack renders, validated independently and snapshotted for review.
+
+A change to a manifest or IAM document fails here until it is accepted deliberately with
+`python -m pytest tests/test_rendered.py --snapshot-update`, and the snapshot diff shows in the PR.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from tests.conftest import EXAMPLE_STACKS, example_config, run_program
+from tools.plan_diff import diff_plans, read_plan_dir, report
+from tools.render import Plan, render
+from tools.validate import Finding, iam_findings, kubernetes_findings
+
+
+def rendered(stack: str) -> Plan:
+    return render(run_program(example_config(stack), stack=stack))
+
+
+@pytest.fixture(scope="module", params=EXAMPLE_STACKS)
+def stack_plan(request: pytest.FixtureRequest) -> tuple[str, Plan]:
+    return request.param, rendered(request.param)
+
+
+def test_every_manifest_is_valid_against_the_clusters_kubernetes_schema(
+    stack_plan: tuple[str, Plan],
+) -> None:
+    stack, plan = stack_plan
+    version = example_config(stack)["kiam:cluster"]["kubernetesVersion"]
+    assert len(plan.manifests) == 11
+    assert kubernetes_findings(plan.manifests, version) == []
+
+
+def test_every_iam_document_lints_clean(stack_plan: tuple[str, Plan]) -> None:
+    assert iam_findings(stack_plan[1].iam) == []
+
+
+def test_iam_documents_are_least_privilege(stack_plan: tuple[str, Plan]) -> None:
+    for role in stack_plan[1].iam.values():
+        for document in [role["trustPolicy"], *role["inlinePolicies"].values()]:
+            for statement in document["Statement"]:
+                assert statement["Action"] == "sts:AssumeRole"
+                assert statement.get("Resource") != "*"
+                assert not str(statement.get("Resource", "")).endswith(":role/*")
+                assert statement.get("Principal") != {"AWS": "*"}
+
+
+def test_the_rendered_plan_matches_its_snapshot(
+    stack_plan: tuple[str, Plan], snapshot: SnapshotAssertion
+) -> None:
+    files = {path: text for path, text in stack_plan[1].files().items() if path != "resources.json"}
+    assert files == snapshot
+
+
+def test_the_kubernetes_validator_can_fail() -> None:
+    deployment: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {"selector": {}, "template": {}, "replica": 3},
+    }
+    assert kubernetes_findings({"broken.yaml": deployment}, "1.33") == [
+        Finding(
+            "broken.yaml",
+            "kubernetes-validate 1.33.0 strict",
+            "spec: Additional properties are not allowed ('replica' was unexpected)",
+        )
+    ]
+
+
+def test_the_iam_linter_can_fail() -> None:
+    role = {
+        "trustPolicy": {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "ec2.amazonaws.com"},
+                    "Action": "sts:AssumeRole",
+                }
+            ],
+        },
+        "inlinePolicies": {
+            "broad": {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}],
+            }
+        },
+    }
+    assert iam_findings({"r.json": role}) == [
+        Finding("r.json inlinePolicies.broad", "parliament", "RESOURCE_STAR: ['s3:GetObject']")
+    ]
+
+
+def test_the_plan_reports_validator_failures_per_object_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools import plan as plan_command
+    from tools import validate
+
+    def broken(manifests: dict[str, Any], iam: dict[str, Any], version: str) -> list[Finding]:
+        return [Finding("deployment-kiam-kiam-server.yaml", "kubernetes-validate", "spec: bad")]
+
+    monkeypatch.setattr(validate, "validate_plan", broken)
+    monkeypatch.setattr(plan_command.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert plan_command.main(["--stack", "dev"]) == 1
+    assert (
+        "✗ deployment-kiam-kiam-server.yaml: kubernetes-validate: spec: bad"
+        in capsys.readouterr().out
+    )
+
+
+def test_plan_diff_shows_each_changed_object_and_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.plan import main
+
+    assert main(["--stack", "dev", "--out", str(tmp_path), "--no-validate"]) == 0
+    capsys.readouterr()
+    assert main(["--stack", "dev", "--diff", str(tmp_path), "--no-validate"]) == 0
+    assert capsys.readouterr().out == "0 objects added, 0 changed, 0 removed\n"
+
+    deployment = tmp_path / "manifests" / "deployment-kiam-kiam-server.yaml"
+    deployment.write_text(deployment.read_text().replace("replicas: 2", "replicas: 5"))
+    (tmp_path / "manifests" / "configmap-kiam-old.yaml").write_text("kind: ConfigMap\n")
+    (tmp_path / "iam" / "kiam-iam-server.json").unlink()
+    assert main(["--stack", "dev", "--diff", str(tmp_path), "--no-validate"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "--- base/manifests/deployment-kiam-kiam-server.yaml\n+++ head/manifests/deployment-kiam-kiam-server.yaml\n"
+        in out
+    )
+    assert "-  replicas: 5\n+  replicas: 2\n" in out
+    assert "--- base/manifests/configmap-kiam-old.yaml\n+++ /dev/null\n" in out
+    assert "--- /dev/null\n+++ head/iam/kiam-iam-server.json\n" in out
+    assert out.endswith("1 objects added, 1 changed, 1 removed\n")
+
+
+def test_plan_diff_between_two_folders(tmp_path: Path) -> None:
+    from tools.plan import write
+
+    write(rendered("dev"), tmp_path / "base")
+    write(rendered("production"), tmp_path / "head")
+    result = diff_plans(read_plan_dir(tmp_path / "base"), read_plan_dir(tmp_path / "head"))
+    assert result.added == result.removed == []
+    assert result.changed == [
+        "aws/launchtemplate-kiam-server-nodes-launch-template.json",
+        "aws/nodegroup-kiam-server-nodes.json",
+        "iam/kiam-iam-server-node.json",
+        "iam/kiam-iam-server.json",
+        "manifests/daemonset-kiam-kiam-agent.yaml",
+        "manifests/deployment-kiam-kiam-server.yaml",
+    ]
+    assert report(result).endswith("0 objects added, 6 changed, 0 removed")
+    assert (
+        json.loads((tmp_path / "head" / "iam" / "kiam-iam-server.json").read_text())["path"]
+        == "/kiam/"
+    )

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= dev
 
-.PHONY: plan test lint typecheck check bench clean
+.PHONY: install plan plans test lint typecheck bench clean
 
 $(BIN)/.installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,8 +12,16 @@ $(BIN)/.installed: requirements.txt
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
+install: $(BIN)/.installed  ## Create .venv with the program's and the tools' dependencies
+
 plan: $(BIN)/.installed  ## Plan a stack offline (default: the dev example) into plan/$(STACK)
 	$(BIN)/python -m tools.plan --stack $(STACK) --out plan/$(STACK)
+
+plans: $(BIN)/.installed  ## Plan every stack in stacks/ into plan/<stack>; fail if any fails
+	set -e; for file in stacks/Pulumi.*.yaml; do \
+		stack=$$(basename $$file .yaml); stack=$${stack#Pulumi.}; \
+		$(BIN)/python -m tools.plan --stack $$stack --out plan/$$stack; \
+	done
 
 test: $(BIN)/.installed  ## Lint, type-check and run every test
 	$(BIN)/ruff check .

@@ -31,6 +31,11 @@ class AgentArgs:
     wait_for: Sequence[pulumi.Resource]
     """Resources that must be Ready first: the server Deployment. An agent that starts with no
     server to dial exits and crash-loops (kiam #168, #358)."""
+    daemon_set_name: str = naming.AGENT_NAME
+    """Name of the DaemonSet; a running install's, to take it over in place."""
+    adopted_selector: dict[str, str] | None = None
+    """A running agent DaemonSet's selector. Selectors are immutable: taking the DaemonSet over in
+    place (one node at a time, never two agents on a node) means keeping it."""
 
 
 class KiamAgent(pulumi.ComponentResource):
@@ -44,7 +49,8 @@ class KiamAgent(pulumi.ComponentResource):
     ) -> None:
         super().__init__("kiam:index:Agent", name, None, opts)
         s = args.settings
-        meta_labels = labels.object_labels("agent", s.image)
+        selector = args.adopted_selector or labels.selector_labels("agent")
+        meta_labels = {**labels.object_labels("agent", s.image), **(args.adopted_selector or {})}
         account = k8s.core.v1.ServiceAccount(
             name,
             metadata={
@@ -59,12 +65,12 @@ class KiamAgent(pulumi.ComponentResource):
         self.daemon_set = k8s.apps.v1.DaemonSet(
             name,
             metadata={
-                "name": naming.AGENT_NAME,
+                "name": args.daemon_set_name,
                 "namespace": args.namespace,
                 "labels": meta_labels,
             },
             spec={
-                "selector": {"matchLabels": labels.selector_labels("agent")},
+                "selector": {"matchLabels": selector},
                 # No surge: the agent holds a host port, two on one node cannot both start.
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
                 "template": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 import pulumi
@@ -9,7 +10,9 @@ import pulumi_kubernetes as k8s
 
 from components import naming
 from components.agent import AgentArgs, KiamAgent
+from components.application_role import ApplicationRole, ApplicationRoleArgs
 from components.iam import IamArgs, KiamIam
+from components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
 from components.node_group import NodeGroupArgs, ServerNodeGroup
 from components.server import KiamServer, ServerArgs
 from components.tls import KiamTls, TlsArgs
@@ -22,6 +25,8 @@ class KiamArgs:
 
     settings: StackSettings
     """The validated settings of the stack."""
+    oidc_issuer: pulumi.Input[str] | None = None
+    """The cluster's OIDC issuer URL; needed only by applications also trusted through IRSA."""
 
 
 class Kiam(pulumi.ComponentResource):
@@ -31,7 +36,9 @@ class Kiam(pulumi.ComponentResource):
     node_group: ServerNodeGroup
     tls: KiamTls
     server: KiamServer
-    agent: KiamAgent
+    agent: KiamAgent | None
+    """None while a running install's agents are still in service (migration phase `servers`)."""
+    applications: dict[str, ApplicationRole]
     server_address: str
     """What agents dial."""
 
@@ -41,6 +48,9 @@ class Kiam(pulumi.ComponentResource):
         super().__init__("kiam:index:Kiam", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
+        adoption = s.adoption
+        # During the first migration phase the running install's Service and agents stay in charge.
+        own_agents = adoption is None or adoption.phase != "servers"
 
         self.iam = KiamIam(f"{name}-iam", IamArgs(cluster=s.cluster, iam=s.iam), child)
         self.node_group = ServerNodeGroup(
@@ -74,6 +84,14 @@ class Kiam(pulumi.ComponentResource):
                 settings=s.tls,
                 namespace=namespace,
                 server_dns_names=naming.service_dns_names(service, ns_name, domain),
+                existing_ca=(
+                    (
+                        adoption.ca_certificate.get_secret_value(),
+                        adoption.ca_private_key.get_secret_value(),
+                    )
+                    if adoption
+                    else None
+                ),
             ),
             child,
         )
@@ -88,24 +106,33 @@ class Kiam(pulumi.ComponentResource):
                 server_role_arn=self.iam.server_role.arn,
                 role_base_arn=self.iam.role_base_arn,
                 tls_secret=self.tls.server_secret,
+                extra_pod_labels=adoption.server_pod_labels if adoption else None,
+                create_service=own_agents,
             ),
             child,
         )
         self.server_address = naming.agent_server_address(
             service, ns_name, domain, s.server.grpc_port
         )
-        self.agent = KiamAgent(
-            f"{name}-agent",
-            AgentArgs(
-                settings=s.agent,
-                namespace=namespace,
-                server_address=self.server_address,
-                server_node_taint=s.node_group.taint,
-                tls_secret=self.tls.agent_secret,
-                wait_for=[self.server.deployment],
-            ),
-            child,
-        )
+        self.agent = None
+        if own_agents:
+            self.agent = KiamAgent(
+                f"{name}-agent",
+                AgentArgs(
+                    settings=s.agent,
+                    namespace=namespace,
+                    server_address=self.server_address,
+                    server_node_taint=s.node_group.taint,
+                    tls_secret=self.tls.agent_secret,
+                    wait_for=[self.server.deployment],
+                    daemon_set_name=adoption.agent_daemon_set_name
+                    if adoption
+                    else naming.AGENT_NAME,
+                    adopted_selector=adoption.agent_pod_labels if adoption else None,
+                ),
+                child,
+            )
+        self.applications = self._applications(name, args, child)
         self.register_outputs(
             {
                 "node_role_arn": self.iam.node_role.arn,
@@ -115,3 +142,33 @@ class Kiam(pulumi.ComponentResource):
                 "server_address": self.server_address,
             }
         )
+
+    def _applications(
+        self, name: str, args: KiamArgs, child: pulumi.ResourceOptions
+    ) -> dict[str, ApplicationRole]:
+        s = args.settings
+        roles = {
+            app: ApplicationRole(
+                f"{name}-app-{app}",
+                ApplicationRoleArgs(
+                    settings=settings,
+                    path=settings.path or s.iam.application_role_path,
+                    server_role_arn=self.iam.server_role.arn,
+                    oidc_issuer=args.oidc_issuer,
+                    partition=s.cluster.partition,
+                    account_id=s.cluster.account_id,
+                ),
+                child,
+            )
+            for app, settings in sorted(s.applications.items())
+        }
+        by_namespace: dict[str, list[pulumi.Input[str]]] = defaultdict(list)
+        for app, role in roles.items():
+            by_namespace[s.applications[app].namespace].append(role.role.arn)
+        if by_namespace:
+            NamespacePermissions(
+                f"{name}-permissions",
+                NamespacePermissionsArgs(role_arns_by_namespace=by_namespace),
+                child,
+            )
+        return roles

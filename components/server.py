@@ -12,6 +12,7 @@ from components import flags, labels, naming
 from settings.node_group import TaintSettings
 from settings.server import ServerSettings
 
+AGENTS_ANNOTATION = "kiam.pulumi.io/agents"
 NOBODY = 65534  # The server needs no root: an unprivileged port, no capabilities, read-only files.
 
 
@@ -37,7 +38,10 @@ class ServerArgs:
     tls_secret: k8s.core.v1.Secret
     """Server certificate Secret."""
     extra_pod_labels: dict[str, str] | None = None
-    """Labels added to server pods only (e.g. so an old install's Service also selects them)."""
+    """Labels added to server pods only (so a running install's Service also selects them)."""
+    create_service: bool = True
+    """False while a running install's Service still serves its agents (migration phase
+    `servers`): the new pods join it through `extra_pod_labels` instead."""
 
 
 class KiamServer(pulumi.ComponentResource):
@@ -45,8 +49,8 @@ class KiamServer(pulumi.ComponentResource):
 
     deployment: k8s.apps.v1.Deployment
     """The server Deployment; agents are created only once it is Ready."""
-    service: k8s.core.v1.Service
-    """The headless Service agents dial."""
+    service: k8s.core.v1.Service | None
+    """The headless Service agents dial (None while a running install's Service does that)."""
 
     def __init__(
         self, name: str, args: ServerArgs, opts: pulumi.ResourceOptions | None = None
@@ -98,25 +102,32 @@ class KiamServer(pulumi.ComponentResource):
             ],
             opts=child,
         )
-        self.service = k8s.core.v1.Service(
-            name,
-            metadata=metadata(s.service_name),
-            spec={
-                # Headless: DNS returns every server pod, and gRPC balances over all of them.
-                "clusterIP": "None",
-                "selector": selector,
-                "ports": [
-                    {"name": "grpc", "port": s.grpc_port, "targetPort": "grpc", "protocol": "TCP"},
-                    {
-                        "name": "metrics",
-                        "port": s.metrics_port,
-                        "targetPort": "metrics",
-                        "protocol": "TCP",
-                    },
-                ],
-            },
-            opts=child,
-        )
+        self.service = None
+        if args.create_service:
+            self.service = k8s.core.v1.Service(
+                name,
+                metadata=metadata(s.service_name),
+                spec={
+                    # Headless: DNS returns every server pod, and gRPC balances over all of them.
+                    "clusterIP": "None",
+                    "selector": selector,
+                    "ports": [
+                        {
+                            "name": "grpc",
+                            "port": s.grpc_port,
+                            "targetPort": "grpc",
+                            "protocol": "TCP",
+                        },
+                        {
+                            "name": "metrics",
+                            "port": s.metrics_port,
+                            "targetPort": "metrics",
+                            "protocol": "TCP",
+                        },
+                    ],
+                },
+                opts=child,
+            )
         k8s.policy.v1.PodDisruptionBudget(
             name,
             metadata=metadata(naming.SERVER_NAME),
@@ -127,7 +138,12 @@ class KiamServer(pulumi.ComponentResource):
         timeout = f"{s.rollout_timeout_minutes}m"
         self.deployment = k8s.apps.v1.Deployment(
             name,
-            metadata=metadata(naming.SERVER_NAME),
+            metadata={
+                **metadata(naming.SERVER_NAME),
+                # Read by the invariant checks: while a running install's agents are still in
+                # service (migration phase `servers`), this stack deploys none of its own.
+                **({} if args.create_service else {"annotations": {AGENTS_ANNOTATION: "external"}}),
+            },
             spec={
                 "replicas": s.replicas,
                 "selector": {"matchLabels": selector},
@@ -149,7 +165,7 @@ class KiamServer(pulumi.ComponentResource):
                 parent=self,
                 # RBAC and the Service must exist before servers start, or the first rollout
                 # waits on pods that cannot sync their informers or be found by agents.
-                depends_on=[binding, self.service],
+                depends_on=[binding, *([self.service] if self.service else [])],
                 # Long enough for a replacement node group's nodes to boot and join.
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
             ),
@@ -217,6 +233,20 @@ class KiamServer(pulumi.ComponentResource):
                 "runAsGroup": NOBODY,
                 "fsGroup": NOBODY,
                 "seccompProfile": {"type": "RuntimeDefault"},
+                # A port below 1024 (the one a running install's agents dial) is opened to the
+                # non-root server by this namespaced, safe sysctl instead of a capability.
+                **(
+                    {
+                        "sysctls": [
+                            {
+                                "name": "net.ipv4.ip_unprivileged_port_start",
+                                "value": str(s.grpc_port),
+                            }
+                        ]
+                    }
+                    if s.grpc_port < 1024
+                    else {}
+                ),
             },
             "containers": [
                 {

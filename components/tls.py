@@ -25,6 +25,9 @@ class TlsArgs:
     """Namespace of the Secrets."""
     server_dns_names: list[str]
     """DNS SANs of the server certificate (every name of the Service, and localhost)."""
+    existing_ca: tuple[str, str] | None = None
+    """A running install's CA (certificate PEM, private key PEM) to sign with instead of a new
+    one, so its agents and servers and the new ones trust each other during a migration."""
 
 
 class KiamTls(pulumi.ComponentResource):
@@ -43,19 +46,24 @@ class KiamTls(pulumi.ComponentResource):
         super().__init__("kiam:index:Tls", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
-        ca_key = _key(f"{name}-ca", child)
-        # The CA has no early renewal: a new CA must reach agents and servers together, which is a
-        # planned rotation (docs/operations.md), not something a routine `pulumi up` should start.
-        ca_cert = tls.SelfSignedCert(
-            f"{name}-ca",
-            private_key_pem=ca_key.private_key_pem,
-            is_ca_certificate=True,
-            subject={"common_name": "kiam-ca", "organization": "kiam"},
-            validity_period_hours=s.ca_validity_hours,
-            allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
-            opts=child,
-        )
-        self.ca_cert_pem = ca_cert.cert_pem
+        ca_key_pem: pulumi.Input[str]
+        if args.existing_ca is not None:
+            self.ca_cert_pem = pulumi.Output.from_input(args.existing_ca[0])
+            ca_key_pem = pulumi.Output.secret(args.existing_ca[1])
+        else:
+            ca_key = _key(f"{name}-ca", child)
+            ca_key_pem = ca_key.private_key_pem
+            # No early renewal for the CA: a new CA must reach agents and servers together, a
+            # planned rotation (README, Operations), not something a routine `pulumi up` starts.
+            self.ca_cert_pem = tls.SelfSignedCert(
+                f"{name}-ca",
+                private_key_pem=ca_key.private_key_pem,
+                is_ca_certificate=True,
+                subject={"common_name": "kiam-ca", "organization": "kiam"},
+                validity_period_hours=s.ca_validity_hours,
+                allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
+                opts=child,
+            ).cert_pem
 
         def leaf(
             role: str, dns_names: list[str], ip_addresses: list[str], uses: list[str]
@@ -72,8 +80,8 @@ class KiamTls(pulumi.ComponentResource):
             cert = tls.LocallySignedCert(
                 f"{name}-{role}",
                 cert_request_pem=request.cert_request_pem,
-                ca_private_key_pem=ca_key.private_key_pem,
-                ca_cert_pem=ca_cert.cert_pem,
+                ca_private_key_pem=ca_key_pem,
+                ca_cert_pem=self.ca_cert_pem,
                 validity_period_hours=s.cert_validity_hours,
                 early_renewal_hours=s.early_renewal_hours,
                 allowed_uses=uses,
@@ -83,13 +91,14 @@ class KiamTls(pulumi.ComponentResource):
             # kubelet swaps renewed files under a running kiam, which reloads them.
             return k8s.core.v1.Secret(
                 f"{name}-{role}",
-                metadata={"name": f"kiam-{role}-tls", "namespace": args.namespace},
+                # Not the upstream `kiam-<role>-tls`: a running install's Secrets keep their names.
+                metadata={"name": f"kiam-{role}-certificate", "namespace": args.namespace},
                 type="kubernetes.io/tls",
                 string_data=pulumi.Output.secret(
                     {
                         "tls.crt": cert.cert_pem,
                         "tls.key": key.private_key_pem,
-                        "ca.crt": ca_cert.cert_pem,
+                        "ca.crt": self.ca_cert_pem,
                     }
                 ),
                 opts=child,

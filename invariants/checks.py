@@ -302,8 +302,11 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
     )
     server_arn = server.outputs.get("arn")
     for policy in view.of_type(ROLE_POLICY):
+        role_sources = policy.property_dependencies.get("role", frozenset())
+        if not {node.urn, server.urn} & role_sources:
+            continue  # an application's own permissions are the application's business
         document = _document(policy.inputs.get("policy"))
-        on_node = node.urn in policy.property_dependencies.get("role", frozenset())
+        on_node = node.urn in role_sources
         for statement in _statements(document or {}):
             actions = _as_list(statement.get("Action"))
             if actions != ["sts:AssumeRole"]:

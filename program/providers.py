@@ -19,6 +19,8 @@ class Providers:
 
     aws: aws.Provider
     kubernetes: k8s.Provider
+    oidc_issuer: pulumi.Output[str] | None
+    """The cluster's OIDC issuer, looked up only when an application is trusted through IRSA."""
 
     def as_list(self) -> list[pulumi.ProviderResource]:
         """For `ResourceOptions(providers=...)`: children pick theirs by package."""
@@ -35,23 +37,37 @@ def create_providers(settings: StackSettings) -> Providers:
         allowed_account_ids=[cluster.account_id],
         default_tags={"tags": {"kiam:cluster": cluster.name, "kiam:managed-by": "pulumi"}},
     )
+    invoke = pulumi.InvokeOutputOptions(provider=aws_provider)
+    need_lookup = settings.kubeconfig is None or any(a.irsa for a in settings.applications.values())
+    eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke) if need_lookup else None
     if settings.kubeconfig is not None:
         kubeconfig: pulumi.Input[str] = pulumi.Output.secret(settings.kubeconfig.get_secret_value())
     else:
-        kubeconfig = _cluster_kubeconfig(settings, aws_provider)
+        assert eks is not None
+        kubeconfig = _cluster_kubeconfig(settings, eks, invoke)
+    adoption = settings.adoption
     kubernetes = k8s.Provider(
         "kubernetes",
         kubeconfig=kubeconfig,
         # Never fall back to another cluster's current context.
         cluster_identifier=cluster.name,
+        # While taking over a running install, objects it created under the names this program
+        # uses (its Service, agent DaemonSet, RBAC) are adopted in place instead of failing with
+        # AlreadyExists. Off otherwise, so an accidental name clash is never silently absorbed.
+        upsert_existing_objects=adoption is not None and adoption.phase in ("servers", "takeover"),
     )
-    return Providers(aws=aws_provider, kubernetes=kubernetes)
+    issuer = (
+        eks.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
+        if eks is not None and any(a.irsa for a in settings.applications.values())
+        else None
+    )
+    return Providers(aws=aws_provider, kubernetes=kubernetes, oidc_issuer=issuer)
 
 
-def _cluster_kubeconfig(settings: StackSettings, provider: aws.Provider) -> pulumi.Output[str]:
+def _cluster_kubeconfig(
+    settings: StackSettings, eks: pulumi.Output[Any], invoke: pulumi.InvokeOutputOptions
+) -> pulumi.Output[str]:
     cluster = settings.cluster
-    invoke = pulumi.InvokeOutputOptions(provider=provider)
-    eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke)
     if cluster.kubernetes_auth == "token":
         token: pulumi.Input[str] = aws.eks.get_cluster_auth_output(
             name=cluster.name, opts=invoke

@@ -16,7 +16,9 @@ def deploy(settings: StackSettings) -> Kiam:
     """Create the providers and the `Kiam` component, and export the stack outputs."""
     providers = create_providers(settings)
     kiam = Kiam(
-        "kiam", KiamArgs(settings=settings), pulumi.ResourceOptions(providers=providers.as_list())
+        KIAM_NAME,
+        KiamArgs(settings=settings, oidc_issuer=providers.oidc_issuer),
+        pulumi.ResourceOptions(providers=providers.as_list()),
     )
     pulumi.export("nodeRoleArn", kiam.iam.node_role.arn)
     pulumi.export("serverRoleArn", kiam.iam.server_role.arn)
@@ -25,4 +27,15 @@ def deploy(settings: StackSettings) -> Kiam:
     pulumi.export("nodeGroupName", kiam.node_group.node_group_name)
     pulumi.export("serverAddress", kiam.server_address)
     pulumi.export("namespace", settings.namespace.name)
+    pulumi.export(
+        "applications",
+        {
+            app: {
+                "roleArn": role.role.arn,
+                "podAnnotation": role.pod_annotation,
+                "serviceAccountAnnotation": role.service_account_annotation,
+            }
+            for app, role in kiam.applications.items()
+        },
+    )
     return kiam

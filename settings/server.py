@@ -51,10 +51,12 @@ class ServerSettings(Model):
     )
     grpc_port: int = Field(
         default=9610,
-        ge=1024,
+        ge=1,
         le=65535,
-        description="Port the server listens on and agents dial. Unprivileged, so the server "
-        "runs as non-root with no capabilities.",
+        description="Port the server listens on and agents dial (when adopting an install, the "
+        "port its agents dial, often 443). The server runs as non-root with no capabilities "
+        "either way: a port below 1024 is opened to it with the pod sysctl "
+        "`net.ipv4.ip_unprivileged_port_start`.",
     )
     metrics_port: int = Field(
         default=9620, ge=1024, le=65535, description="Prometheus metrics port."

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, model_validator
 
+from settings.adoption import AdoptionSettings
 from settings.agent import AgentSettings
+from settings.applications import ApplicationSettings
 from settings.base import DnsLabel, Model
 from settings.cluster import ClusterSettings
 from settings.iam import IamSettings
@@ -36,6 +38,15 @@ class StackSettings(Model):
     iam: IamSettings = Field(default=IamSettings(), description="What the server may assume.")
     tls: TlsSettings = Field(default=TlsSettings(), description="Certificate lifetimes.")
     namespace: NamespaceSettings = Field(default=NamespaceSettings(), description="The namespace.")
+    adoption: AdoptionSettings | None = Field(
+        default=None,
+        description="A running kiam install this stack is taking over (docs/migration.md).",
+    )
+    applications: dict[DnsLabel, ApplicationSettings] = Field(
+        default={},
+        description="Application roles by application name: each assumable through kiam from one "
+        "namespace, optionally through IRSA too.",
+    )
     kubeconfig: SecretStr | None = Field(
         default=None,
         description="A kubeconfig to use instead of looking the cluster up (set it as a secret: "
@@ -58,4 +69,34 @@ class StackSettings(Model):
                     f"{taint.key}={taint.value}:{taint.kubernetes_effect}: agents must never run on "
                     "server nodes (they would expose the nodes' credentials)"
                 )
+        self._check_applications()
+        if self.adoption is not None and self.namespace.create:
+            raise ValueError(
+                "kiam:namespace.create must be false with kiam:adoption: the running install's "
+                "namespace exists already (set kiam:namespace.name to it)"
+            )
         return self
+
+    def _check_applications(self) -> None:
+        iam = self.iam
+        names = [a.role_name for a in self.applications.values()]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(
+                f"kiam:applications use the role name {', '.join(duplicates)} more than once"
+            )
+        if iam.allow_any_role:
+            return
+        for app, settings in self.applications.items():
+            path = settings.path or iam.application_role_path
+            if not path.startswith(iam.application_role_path):
+                raise ValueError(
+                    f"kiam:applications.{app}.path {path!r} is outside kiam:iam.applicationRolePath "
+                    f"{iam.application_role_path!r}: the kiam server could not assume the role"
+                )
+            if not settings.role_name.startswith(iam.application_role_name_prefix):
+                raise ValueError(
+                    f"kiam:applications.{app}.roleName {settings.role_name!r} does not start with "
+                    f"kiam:iam.applicationRoleNamePrefix {iam.application_role_name_prefix!r}: the "
+                    "kiam server could not assume the role"
+                )

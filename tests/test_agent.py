@@ -40,7 +40,7 @@ def test_only_net_admin_and_net_raw(base_run: Recording) -> None:
 def test_mounts_tls_and_the_xtables_lock(base_run: Recording) -> None:
     ds = base_run.one(DAEMON_SET)
     assert pod_spec(ds)["volumes"] == [
-        {"name": "tls", "secret": {"secretName": "kiam-agent-tls", "defaultMode": 0o400}},
+        {"name": "tls", "secret": {"secretName": "kiam-agent-certificate", "defaultMode": 0o400}},
         {"name": "xtables-lock", "hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"}},
     ]
     assert only_container(ds)["volumeMounts"] == [

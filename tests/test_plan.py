@@ -40,8 +40,8 @@ def test_plans_the_dev_stack_and_writes_the_rendered_plan(
         "deployment-kiam-kiam-server.yaml",
         "namespace-kiam.yaml",
         "poddisruptionbudget-kiam-kiam-server.yaml",
-        "secret-kiam-kiam-agent-tls.yaml",
-        "secret-kiam-kiam-server-tls.yaml",
+        "secret-kiam-kiam-agent-certificate.yaml",
+        "secret-kiam-kiam-server-certificate.yaml",
         "service-kiam-kiam-server.yaml",
         "serviceaccount-kiam-kiam-agent.yaml",
         "serviceaccount-kiam-kiam-server.yaml",
@@ -58,7 +58,7 @@ def test_plans_the_dev_stack_and_writes_the_rendered_plan(
 def test_written_plan_contains_no_secret(tmp_path: Path) -> None:
     assert main(["--stack", "dev", "--out", str(tmp_path), "--no-validate"]) == 0
     secret = yaml.safe_load(
-        (tmp_path / "manifests" / "secret-kiam-kiam-server-tls.yaml").read_text()
+        (tmp_path / "manifests" / "secret-kiam-kiam-server-certificate.yaml").read_text()
     )
     assert secret["stringData"] == {
         "tls.crt": "[redacted]",

@@ -147,6 +147,7 @@ def test_outputs(base_run: Recording) -> None:
         "nodeGroupName": group.outputs["nodeGroupName"],
         "serverAddress": "kiam-server.kiam.svc.cluster.local:9610",
         "namespace": "kiam",
+        "applications": {},
     }
 
 

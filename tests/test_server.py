@@ -184,7 +184,7 @@ def test_runs_as_nobody_with_no_capabilities_and_a_read_only_root(base_run: Reco
 def test_tls_secret_is_mounted_as_a_directory(base_run: Recording) -> None:
     deployment = base_run.one(DEPLOYMENT)
     assert pod_spec(deployment)["volumes"] == [
-        {"name": "tls", "secret": {"secretName": "kiam-server-tls", "defaultMode": 0o440}}
+        {"name": "tls", "secret": {"secretName": "kiam-server-certificate", "defaultMode": 0o440}}
     ]
     assert only_container(deployment)["volumeMounts"] == [
         {"name": "tls", "mountPath": "/etc/kiam/tls", "readOnly": True}

@@ -68,7 +68,10 @@ def test_secrets_are_tls_secrets_whose_payload_stays_secret(base_run: Recording)
     for role in ("server", "agent"):
         secret = base_run.one(SECRET, f"kiam-tls-{role}")
         assert secret.inputs["type"] == "kubernetes.io/tls"
-        assert secret.inputs["metadata"] == {"name": f"kiam-{role}-tls", "namespace": "kiam"}
+        assert secret.inputs["metadata"] == {
+            "name": f"kiam-{role}-certificate",
+            "namespace": "kiam",
+        }
         assert sorted(secret.inputs["stringData"]) == ["ca.crt", "tls.crt", "tls.key"]
         assert secret.secret_paths == ("stringData",)
         key = base_run.one(KEY, f"kiam-tls-{role}")

@@ -1,0 +1,129 @@
+"""An application role pods assume through kiam, optionally also through IRSA for one service account."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components import policies
+from components.policies import ROLE_TAG
+from settings.applications import ApplicationSettings
+
+ROLE_ANNOTATION = "iam.amazonaws.com/role"
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplicationRoleArgs:
+    """Inputs of `ApplicationRole`."""
+
+    settings: ApplicationSettings
+    """The application's role settings."""
+    path: str
+    """IAM path of the role (inside the pattern the kiam server may assume)."""
+    server_role_arn: pulumi.Input[str]
+    """The kiam-server role, the only kiam principal the role trusts."""
+    oidc_issuer: pulumi.Input[str] | None = None
+    """The cluster's OIDC issuer URL, when the application is also trusted through IRSA."""
+    partition: str = "aws"
+    account_id: str = ""
+
+
+class ApplicationRole(pulumi.ComponentResource):
+    """The role, its managed and inline policies, and the annotations that select it."""
+
+    role: aws.iam.Role
+    """The application role."""
+    pod_annotation: dict[str, str]
+    """Pod annotation that makes kiam hand out this role."""
+    service_account_annotation: pulumi.Output[dict[str, str]]
+    """Service-account annotation that selects the role through IRSA (once trusted for it)."""
+
+    def __init__(
+        self, name: str, args: ApplicationRoleArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("kiam:index:ApplicationRole", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        s = args.settings
+        irsa = s.irsa
+        trust = pulumi.Output.all(args.server_role_arn, args.oidc_issuer if irsa else None).apply(
+            lambda parts: json.dumps(
+                application_trust_policy(
+                    parts[0],
+                    oidc_issuer=parts[1],
+                    partition=args.partition,
+                    account_id=args.account_id,
+                    namespace=s.namespace,
+                    service_account=irsa.service_account if irsa else None,
+                )
+            )
+        )
+        self.role = aws.iam.Role(
+            name,
+            # A fixed name: it is the interface pods annotate.
+            name=s.role_name,
+            path=args.path,
+            description=f"kiam application role for namespace {s.namespace}",
+            assume_role_policy=trust,
+            max_session_duration=3600,
+            tags={ROLE_TAG: "application"},
+            opts=child,
+        )
+        for arn in s.managed_policy_arns:
+            aws.iam.RolePolicyAttachment(
+                f"{name}-{arn.rsplit('/', 1)[-1]}", role=self.role.name, policy_arn=arn, opts=child
+            )
+        for policy_name, document in s.inline_policies.items():
+            aws.iam.RolePolicy(
+                f"{name}-{policy_name}",
+                name=policy_name,
+                role=self.role.name,
+                policy=json.dumps(document),
+                opts=child,
+            )
+        self.pod_annotation = {ROLE_ANNOTATION: s.role_name}
+        self.service_account_annotation = self.role.arn.apply(lambda arn: {IRSA_ANNOTATION: arn})
+        self.register_outputs(
+            {
+                "role_arn": self.role.arn,
+                "pod_annotation": self.pod_annotation,
+                "service_account_annotation": self.service_account_annotation,
+            }
+        )
+
+
+def application_trust_policy(
+    server_role_arn: str,
+    *,
+    oidc_issuer: str | None,
+    partition: str,
+    account_id: str,
+    namespace: str,
+    service_account: str | None,
+) -> policies.PolicyDocument:
+    """Trust for the kiam-server role, plus IRSA for one service account when asked."""
+    statements: list[dict[str, Any]] = [
+        {"Effect": "Allow", "Principal": {"AWS": server_role_arn}, "Action": "sts:AssumeRole"}
+    ]
+    if service_account is not None and oidc_issuer:
+        provider = oidc_issuer.removeprefix("https://")
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Principal": {
+                    "Federated": f"arn:{partition}:iam::{account_id}:oidc-provider/{provider}"
+                },
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {
+                    "StringEquals": {
+                        f"{provider}:sub": f"system:serviceaccount:{namespace}:{service_account}",
+                        f"{provider}:aud": "sts.amazonaws.com",
+                    }
+                },
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}

@@ -11,6 +11,8 @@ HOSTNAME_TOPOLOGY = "kubernetes.io/hostname"
 ZONE_TOPOLOGY = "topology.kubernetes.io/zone"
 # EKS puts this label on every node of a managed node group; its value is the group's name.
 NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
+# On the server Deployment while a running install's agents are still the ones in service.
+AGENTS_ANNOTATION = "kiam.pulumi.io/agents"
 
 
 def selector_labels(role: Role) -> dict[str, str]:

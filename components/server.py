@@ -12,7 +12,6 @@ from components import flags, labels, naming
 from settings.node_group import TaintSettings
 from settings.server import ServerSettings
 
-AGENTS_ANNOTATION = "kiam.pulumi.io/agents"
 NOBODY = 65534  # The server needs no root: an unprivileged port, no capabilities, read-only files.
 
 
@@ -142,7 +141,11 @@ class KiamServer(pulumi.ComponentResource):
                 **metadata(naming.SERVER_NAME),
                 # Read by the invariant checks: while a running install's agents are still in
                 # service (migration phase `servers`), this stack deploys none of its own.
-                **({} if args.create_service else {"annotations": {AGENTS_ANNOTATION: "external"}}),
+                **(
+                    {}
+                    if args.create_service
+                    else {"annotations": {labels.AGENTS_ANNOTATION: "external"}}
+                ),
             },
             spec={
                 "replicas": s.replicas,

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from components.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
+from components.labels import AGENTS_ANNOTATION, HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
 from components.policies import ALLOW_ANY_ROLE_TAG
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match
 from invariants.view import (
@@ -297,6 +297,23 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
             or (node_arn and arn != node_arn)
         ):
             report(server, f"trust admits {principal!r}, not only the server node role")
+    for app in view.roles_tagged("application"):
+        for statement in _statements(_document(app.inputs.get("assumeRolePolicy")) or {}):
+            principal = statement.get("Principal")
+            if principal == {"AWS": server.outputs.get("arn", dig(principal, "AWS"))} and set(
+                principal
+            ) == {"AWS"}:
+                continue
+            if (
+                isinstance(principal, dict)
+                and set(principal) == {"Federated"}
+                and ":sub" in json.dumps(statement.get("Condition"))
+            ):
+                continue  # IRSA for one service account
+            report(
+                app,
+                f"trust admits {principal!r}: application roles trust the kiam-server role (and IRSA) only",
+            )
     allow_any = (
         str(dig(server.inputs, "tags", ALLOW_ANY_ROLE_TAG, default="false")).lower() == "true"
     )
@@ -406,6 +423,8 @@ def ordering(view: KiamView) -> list[Violation]:
             "Service": [view.dialed_service(a)[1] for a in view.agents],
         }
         for what, found in needs.items():
+            if what == "Service" and not view.agents:
+                continue  # the running install's agents dial its own Service (migration phase `servers`)
             if not found or any(r is None or r.urn not in dep.dependencies for r in found):
                 out.append(Violation("ordering", dep.urn, f"does not wait for its {what}"))
     return out
@@ -446,6 +465,11 @@ def container_privileges(view: KiamView) -> list[Violation]:
 
 def presence(view: KiamView) -> list[Violation]:
     """The parts every other check judges must exist, or the others would pass vacuously."""
+    # While a running install's agents serve (migration phase `servers`), the stack has none.
+    external_agents = any(
+        dig(d.inputs, "metadata", "annotations", AGENTS_ANNOTATION) == "external"
+        for d in view.servers
+    )
     missing = [
         what
         for what, found in (
@@ -455,7 +479,11 @@ def presence(view: KiamView) -> list[Violation]:
         )
         if not found
     ]
-    return [Violation("presence", "stack", f"no kiam {what} found") for what in missing]
+    return [
+        Violation("presence", "stack", f"no kiam {what} found")
+        for what in missing
+        if not (what == "agent DaemonSet" and external_agents)
+    ]
 
 
 CHECKS: dict[str, Check] = {

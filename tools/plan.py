@@ -161,8 +161,20 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any) -> str:
         f"server nodes  {', '.join(ng.instance_types)} {ng.capacity_type}, min {ng.min_size} / desired {ng.desired_size} / max {ng.max_size}, zones {', '.join(zones)}",
         f"              taint {taint.key}={taint.value}:{taint.kubernetes_effect}, IMDSv2 only",
         f"servers       {server.replicas} x {server.image}, sessions {server.session_duration} (refresh {server.session_refresh})",
-        f"agents        intercept on {agent.host_interface}, dial {outputs.get('serverAddress')}",
+        (
+            f"agents        intercept on {agent.host_interface}, dial {outputs.get('serverAddress')}"
+            if not (s.adoption and s.adoption.phase == "servers")
+            else "agents        the running install's, through its Service (migration phase servers)"
+        ),
         f"IAM           server may assume {outputs.get('applicationRolePattern')}",
+        *(
+            [
+                f"adoption      phase {s.adoption.phase}: CA, Service {s.server.service_name}:{s.server.grpc_port} and labels of the running install"
+            ]
+            if s.adoption
+            else []
+        ),
+        *([f"applications  {', '.join(sorted(s.applications))}"] if s.applications else []),
     ]
     custom = [
         r

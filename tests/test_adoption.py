@@ -1,0 +1,190 @@
+"""Taking over a running kiam: in every phase the conditions that keep credentials flowing hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from invariants import check_all
+from invariants.recorded import resources_from_recording
+from settings import SettingsError
+from settings.loader import read_stack_file, settings_from_values
+from tests.conftest import base_config, pod_spec, run_program
+from tools.mock_engine import PROJECT_DIR, Recording
+
+PHASES = ["servers", "takeover", "complete"]
+CA_CERT = "-----BEGIN CERTIFICATE-----\nexisting install CA\n-----END CERTIFICATE-----\n"
+CA_KEY = "-----BEGIN EC PRIVATE KEY-----\nexisting install CA key\n-----END EC PRIVATE KEY-----\n"
+OLD_SERVER_LABELS = {"app": "kiam", "role": "server"}
+OLD_AGENT_LABELS = {"app": "kiam", "role": "agent"}
+PHASE_FILES = sorted((PROJECT_DIR / "docs" / "migration").glob("Pulumi.*.yaml"))
+
+
+def adoption_config(phase: str) -> dict[str, Any]:
+    return base_config(
+        namespace={"name": "kube-system", "create": False},
+        server={"serviceName": "kiam-server", "grpcPort": 443},
+        adoption={
+            "phase": phase,
+            "agentDaemonSetName": "kiam-agent",
+            "agentPodLabels": OLD_AGENT_LABELS,
+            "serverPodLabels": OLD_SERVER_LABELS,
+            "caCertificate": CA_CERT,
+            "caPrivateKey": CA_KEY,
+        },
+    )
+
+
+@pytest.fixture(scope="module", params=PHASES)
+def phase_run(request: pytest.FixtureRequest) -> tuple[str, Recording]:
+    return request.param, run_program(adoption_config(request.param))
+
+
+def test_every_phase_keeps_every_guarantee(phase_run: tuple[str, Recording]) -> None:
+    assert check_all(resources_from_recording(phase_run[1])) == []
+
+
+def test_same_ca_in_every_phase(phase_run: tuple[str, Recording]) -> None:
+    """Old agents trust the new servers and the new servers trust old agents."""
+    rec = phase_run[1]
+    assert rec.by_type("tls:index/selfSignedCert:SelfSignedCert") == []
+    assert {k.name for k in rec.by_type("tls:index/privateKey:PrivateKey")} == {
+        "kiam-tls-server",
+        "kiam-tls-agent",
+    }
+    for leaf in rec.by_type("tls:index/locallySignedCert:LocallySignedCert"):
+        assert leaf.inputs["caCertPem"] == CA_CERT
+        assert leaf.inputs["caPrivateKeyPem"] == CA_KEY
+        assert "caPrivateKeyPem" in leaf.secret_paths
+    for secret in rec.by_type("kubernetes:core/v1:Secret"):
+        assert secret.inputs["stringData"]["ca.crt"] == CA_CERT
+
+
+def test_new_servers_answer_on_the_old_service_name_and_port(
+    phase_run: tuple[str, Recording],
+) -> None:
+    rec = phase_run[1]
+    deployment = rec.one("kubernetes:apps/v1:Deployment")
+    container = pod_spec(deployment)["containers"][0]
+    assert "--bind=0.0.0.0:443" in container["args"]
+    assert container["ports"][0] == {"name": "grpc", "containerPort": 443, "protocol": "TCP"}
+    # Non-root and without capabilities even on 443: the namespaced sysctl opens the port.
+    assert pod_spec(deployment)["securityContext"]["sysctls"] == [
+        {"name": "net.ipv4.ip_unprivileged_port_start", "value": "443"}
+    ]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    sans = rec.one("tls:index/certRequest:CertRequest", "kiam-tls-server").inputs["dnsNames"]
+    assert {
+        "kiam-server",
+        "kiam-server.kube-system",
+        "kiam-server.kube-system.svc.cluster.local",
+    } <= set(sans)
+
+
+def test_new_server_pods_carry_the_labels_the_old_service_selects(
+    phase_run: tuple[str, Recording],
+) -> None:
+    """So the Service the agents dial is never empty: it selects old and new servers alike."""
+    labels = pod_spec_labels(phase_run[1].one("kubernetes:apps/v1:Deployment"))
+    assert labels.items() >= OLD_SERVER_LABELS.items()
+
+
+def pod_spec_labels(reg: Any) -> dict[str, str]:
+    labels: dict[str, str] = reg.inputs["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def test_phase_servers_leaves_the_old_service_and_agents_in_charge() -> None:
+    rec = run_program(adoption_config("servers"))
+    assert rec.by_type("kubernetes:core/v1:Service") == []
+    assert rec.by_type("kubernetes:apps/v1:DaemonSet") == []
+    assert [r.name for r in rec.by_type("kubernetes:core/v1:ServiceAccount")] == ["kiam-server"]
+    deployment = rec.one("kubernetes:apps/v1:Deployment")
+    assert deployment.inputs["metadata"]["annotations"] == {"kiam.pulumi.io/agents": "external"}
+    assert rec.by_type("kubernetes:core/v1:Namespace") == []
+
+
+@pytest.mark.parametrize("phase", ["takeover", "complete"])
+def test_takeover_adopts_the_agent_daemon_set_in_place(phase: str) -> None:
+    """Same name, namespace and (immutable) selector: one DaemonSet, rolled node by node, so two
+    agents never hold the metadata iptables rule on one node."""
+    rec = run_program(adoption_config(phase))
+    (ds,) = rec.by_type("kubernetes:apps/v1:DaemonSet")
+    assert (ds.inputs["metadata"]["name"], ds.inputs["metadata"]["namespace"]) == (
+        "kiam-agent",
+        "kube-system",
+    )
+    assert ds.inputs["spec"]["selector"] == {"matchLabels": OLD_AGENT_LABELS}
+    assert pod_spec_labels(ds).items() >= OLD_AGENT_LABELS.items()
+    assert ds.inputs["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1},
+    }
+    args = pod_spec(ds)["containers"][0]["args"]
+    assert "--server-address=kiam-server.kube-system.svc.cluster.local:443" in args
+    service = rec.one("kubernetes:core/v1:Service")
+    assert service.inputs["metadata"]["name"] == "kiam-server"
+    assert service.inputs["spec"]["ports"][0]["port"] == 443
+    # The adopted Service selects the new servers, which are Ready before it changes.
+    assert (
+        service.inputs["spec"]["selector"].items()
+        <= pod_spec_labels(rec.one("kubernetes:apps/v1:Deployment")).items()
+    )
+
+
+@pytest.mark.parametrize(
+    ("phase", "upsert"), [("servers", True), ("takeover", True), ("complete", False)]
+)
+def test_existing_objects_are_adopted_only_while_taking_over(phase: str, upsert: bool) -> None:
+    provider = run_program(adoption_config(phase)).one("pulumi:providers:kubernetes")
+    assert provider.inputs["upsertExistingObjects"] == ("true" if upsert else "false")
+
+
+def test_no_adoption_no_upsert(base_run: Recording) -> None:
+    assert base_run.one("pulumi:providers:kubernetes").inputs["upsertExistingObjects"] == "false"
+
+
+def test_adoption_needs_the_existing_namespace() -> None:
+    config = adoption_config("servers")
+    config["kiam:namespace"] = {"name": "kube-system"}
+    values = {k.removeprefix("kiam:"): v for k, v in config.items()}
+    with pytest.raises(SettingsError) as caught:
+        settings_from_values(values, "stacks/Pulumi.x.yaml")
+    assert caught.value.problems == [
+        "kiam:namespace.create must be false with kiam:adoption: the running install's namespace "
+        "exists already (set kiam:namespace.name to it)"
+    ]
+
+
+def test_adoption_needs_pem_material() -> None:
+    config = adoption_config("servers")
+    config["kiam:adoption"]["caCertificate"] = "not a certificate"
+    values = {k.removeprefix("kiam:"): v for k, v in config.items()}
+    with pytest.raises(SettingsError) as caught:
+        settings_from_values(values, "stacks/Pulumi.x.yaml")
+    assert caught.value.problems == [
+        "kiam:adoption: caCertificate is not a PEM certificate (-----BEGIN CERTIFICATE-----)"
+    ]
+
+
+@pytest.mark.parametrize("path", PHASE_FILES, ids=[p.stem for p in PHASE_FILES])
+def test_each_documented_phase_plans_cleanly(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.plan import main
+
+    assert main(["--config-file", str(path), "--no-validate"]) == 0
+    assert "✓ all invariants hold" in capsys.readouterr().out
+    assert read_stack_file(path)["kiam:adoption"]["phase"] in PHASES
+
+
+def test_the_documented_phases_are_the_three_phases_in_order() -> None:
+    phases = [read_stack_file(p)["kiam:adoption"]["phase"] for p in PHASE_FILES]
+    assert phases == PHASES
+    # Apart from the phase, the files agree: the move changes one setting at a time.
+    others = [
+        {k: v for k, v in read_stack_file(p).items() if k != "kiam:adoption"} for p in PHASE_FILES
+    ]
+    assert others[0] == others[1] == others[2]

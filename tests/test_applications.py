@@ -1,0 +1,238 @@
+"""Application roles: exact trust (kiam-server, and IRSA when asked), patterns, namespace permissions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.namespace_permissions import permitted_regexp
+from settings import SettingsError
+from settings.loader import settings_from_values
+from tests.conftest import base_config, run_program
+from tools.mock_engine import Recording
+
+ROLE = "aws:iam/role:Role"
+ISSUER_HOST = "oidc.eks.eu-west-1.amazonaws.com/id/"
+APPS = {
+    "billing": {
+        "namespace": "billing",
+        "roleName": "billing-api",
+        "managedPolicyArns": ["arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"],
+        "inlinePolicies": {
+            "queue": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": "sqs:SendMessage",
+                        "Resource": "arn:aws:sqs:eu-west-1:111122223333:billing",
+                    }
+                ],
+            }
+        },
+        "irsa": {"serviceAccount": "api"},
+    },
+    "worker": {"namespace": "billing", "roleName": "billing.worker"},
+    "search": {"namespace": "search", "roleName": "search", "path": "/kiam-apps/search/"},
+}
+
+
+@pytest.fixture(scope="module")
+def apps_run() -> Recording:
+    return run_program(base_config(applications=APPS))
+
+
+def test_children_and_parentage(apps_run: Recording) -> None:
+    component = apps_run.one("kiam:index:ApplicationRole", "kiam-app-billing")
+    assert component.parent == apps_run.one("kiam:index:Kiam").urn
+    assert {(r.type, r.name) for r in apps_run.children_of(component.urn)} == {
+        (ROLE, "kiam-app-billing"),
+        (
+            "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+            "kiam-app-billing-AmazonS3ReadOnlyAccess",
+        ),
+        ("aws:iam/rolePolicy:RolePolicy", "kiam-app-billing-queue"),
+    }
+    permissions = apps_run.one("kiam:index:NamespacePermissions")
+    assert {(r.type, r.name) for r in apps_run.children_of(permissions.urn)} == {
+        ("kubernetes:core/v1:NamespacePatch", "kiam-permissions-billing"),
+        ("kubernetes:core/v1:NamespacePatch", "kiam-permissions-search"),
+    }
+    assert apps_run.by_type("kubernetes:core/v1:Namespace") == [
+        apps_run.one("kubernetes:core/v1:Namespace", "kiam-namespace")
+    ]
+
+
+def test_kiam_only_trust(apps_run: Recording) -> None:
+    server = apps_run.one(ROLE, "kiam-iam-server")
+    worker = apps_run.one(ROLE, "kiam-app-worker")
+    assert json.loads(worker.inputs["assumeRolePolicy"]) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": server.outputs["arn"]},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+    assert (worker.inputs["name"], worker.inputs["path"]) == ("billing.worker", "/kiam-apps/")
+    assert worker.inputs["tags"] == {"kiam:role": "application"}
+    assert worker.property_dependencies["assumeRolePolicy"] == (server.urn,)
+
+
+def test_irsa_trust_for_one_service_account(apps_run: Recording) -> None:
+    server = apps_run.one(ROLE, "kiam-iam-server")
+    statements = json.loads(apps_run.one(ROLE, "kiam-app-billing").inputs["assumeRolePolicy"])[
+        "Statement"
+    ]
+    assert statements[0] == {
+        "Effect": "Allow",
+        "Principal": {"AWS": server.outputs["arn"]},
+        "Action": "sts:AssumeRole",
+    }
+    federated = statements[1]["Principal"]["Federated"]
+    assert federated.startswith(f"arn:aws:iam::111122223333:oidc-provider/{ISSUER_HOST}")
+    provider = federated.split("oidc-provider/", 1)[1]
+    assert statements[1] == {
+        "Effect": "Allow",
+        "Principal": {"Federated": f"arn:aws:iam::111122223333:oidc-provider/{provider}"},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": {
+            "StringEquals": {
+                f"{provider}:sub": "system:serviceaccount:billing:api",
+                f"{provider}:aud": "sts.amazonaws.com",
+            }
+        },
+    }
+    assert len(statements) == 2
+
+
+def test_policies_reach_the_role(apps_run: Recording) -> None:
+    role = apps_run.one(ROLE, "kiam-app-billing")
+    attachment = apps_run.one(
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "kiam-app-billing-AmazonS3ReadOnlyAccess",
+    )
+    assert (attachment.inputs["role"], attachment.inputs["policyArn"]) == (
+        role.outputs["name"],
+        "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess",
+    )
+    inline = apps_run.one("aws:iam/rolePolicy:RolePolicy", "kiam-app-billing-queue")
+    assert inline.inputs["name"] == "queue"
+    assert json.loads(inline.inputs["policy"]) == APPS["billing"]["inlinePolicies"]["queue"]  # type: ignore[index]
+
+
+def test_namespace_annotations_admit_exactly_the_namespaces_roles(apps_run: Recording) -> None:
+    annotations = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"]["annotations"]
+        for r in apps_run.by_type("kubernetes:core/v1:NamespacePatch")
+    }
+    assert annotations == {
+        "billing": {
+            "iam.amazonaws.com/permitted": "^(arn:aws:iam::111122223333:role/kiam-apps/billing-api"
+            "|arn:aws:iam::111122223333:role/kiam-apps/billing\\.worker)$"
+        },
+        "search": {
+            "iam.amazonaws.com/permitted": "^(arn:aws:iam::111122223333:role/kiam-apps/search/search)$"
+        },
+    }
+
+
+def test_outputs_per_application(apps_run: Recording) -> None:
+    outputs: dict[str, Any] = apps_run.stack_outputs["applications"]
+    assert outputs["billing"] == {
+        "roleArn": "arn:aws:iam::111122223333:role/kiam-apps/billing-api",
+        "podAnnotation": {"iam.amazonaws.com/role": "billing-api"},
+        "serviceAccountAnnotation": {
+            "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/kiam-apps/billing-api"
+        },
+    }
+    assert sorted(outputs) == ["billing", "search", "worker"]
+
+
+def test_every_guarantee_still_holds(apps_run: Recording) -> None:
+    from invariants import check_all
+    from invariants.recorded import resources_from_recording
+
+    assert check_all(resources_from_recording(apps_run)) == []
+
+
+@pytest.mark.parametrize(
+    ("iam", "app", "message"),
+    [
+        (
+            {},
+            {"namespace": "a", "roleName": "a", "path": "/other/"},
+            "kiam:applications.a.path '/other/' is outside kiam:iam.applicationRolePath '/kiam-apps/': "
+            "the kiam server could not assume the role",
+        ),
+        (
+            {"applicationRoleNamePrefix": "app-"},
+            {"namespace": "a", "roleName": "billing"},
+            "kiam:applications.a.roleName 'billing' does not start with "
+            "kiam:iam.applicationRoleNamePrefix 'app-': the kiam server could not assume the role",
+        ),
+    ],
+)
+def test_a_role_outside_the_servers_pattern_is_refused(
+    iam: dict[str, Any], app: dict[str, Any], message: str
+) -> None:
+    config = base_config(iam=iam, applications={"a": app})
+    values = {k.removeprefix("kiam:"): v for k, v in config.items()}
+    with pytest.raises(SettingsError) as caught:
+        settings_from_values(values, "stacks/Pulumi.x.yaml")
+    assert caught.value.problems == [message]
+
+
+def test_role_names_are_unique() -> None:
+    config = base_config(
+        applications={
+            "a": {"namespace": "a", "roleName": "same"},
+            "b": {"namespace": "b", "roleName": "same"},
+        }
+    )
+    values = {k.removeprefix("kiam:"): v for k, v in config.items()}
+    with pytest.raises(SettingsError) as caught:
+        settings_from_values(values, "stacks/Pulumi.x.yaml")
+    assert caught.value.problems == ["kiam:applications use the role name same more than once"]
+
+
+def test_an_application_role_trusting_more_is_a_violation(apps_run: Recording) -> None:
+    import dataclasses
+
+    from invariants import Violation, check_all
+    from invariants.recorded import resources_from_recording
+
+    resources = resources_from_recording(apps_run)
+    worker = next(r for r in resources if r.name == "kiam-app-worker" and r.type == ROLE)
+    broad = json.dumps(
+        {"Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]}
+    )
+    broken = [
+        dataclasses.replace(r, inputs={**r.inputs, "assumeRolePolicy": broad}) if r is worker else r
+        for r in resources
+    ]
+    assert check_all(broken) == [
+        Violation(
+            "iam-least-privilege",
+            worker.urn,
+            "trust admits {'AWS': '*'}: application roles trust the kiam-server role (and IRSA) only",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arns", "expected"),
+    [
+        (["arn:aws:iam::1:role/a"], "^(arn:aws:iam::1:role/a)$"),
+        (
+            ["arn:aws:iam::1:role/b", "arn:aws:iam::1:role/a+b.c"],
+            "^(arn:aws:iam::1:role/a\\+b\\.c|arn:aws:iam::1:role/b)$",
+        ),
+    ],
+)
+def test_permitted_regexp(arns: list[str], expected: str) -> None:
+    assert permitted_regexp(arns) == expected

@@ -61,20 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     from tools.mock_engine import run_main
     from tools.render import render
 
-    with _validator_process(enabled=not args.no_validate) as validator:
+    # A diff only compares renderings; validators and guarantees are the plain plan's job.
+    with _validator_process(enabled=not (args.no_validate or args.diff)) as validator:
         recording = run_main(config, stack=stack, secret_keys=_secret_keys(config))
         plan = render(recording)
         violations = check_all(resources_from_recording(recording))
         findings = validator(plan, settings.cluster.kubernetes_version)
-
-    if args.diff:
-        from tools.plan_diff import diff_plans, read_plan_dir, report
-
-        result = diff_plans(read_plan_dir(args.diff), plan.files())
-        print(report(result))
-        if args.out:
-            write(plan, args.out)
-        return EXIT_OK if result.equal else EXIT_FAILED
 
     if args.diff:
         from tools.plan_diff import diff_plans, read_plan_dir, report

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -19,6 +19,17 @@ class Model(BaseModel):
         populate_by_name=True,
         validate_default=True,
     )
+
+
+def model_class(annotation: Any) -> type[BaseModel] | None:
+    """The settings model an annotation holds, directly or inside Optional, a list or a map."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = model_class(arg)
+        if found is not None:
+            return found
+    return None
 
 
 _DURATION_PART = re.compile(r"(\d+)(h|m|s)")

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from settings.base import model_class
 from settings.stack import StackSettings
 
 NAMESPACE = "kiam"
@@ -145,20 +146,10 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
         field = next(
             (f for n, f in model.model_fields.items() if f.alias == part or n == part), None
         )
-        model = _model_of(field.annotation) if field else None
+        model = model_class(field.annotation) if field else None
     if model is None:
         return []
     return sorted(f.alias or n for n, f in model.model_fields.items())
-
-
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_of(arg)
-        if found is not None:
-            return found
-    return None
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:

@@ -91,6 +91,22 @@ def only_container(reg: Any) -> Any:
 
 
 @pytest.fixture
+def registered_types(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The type of every resource the mock engine is asked to register, in order."""
+    from tools import mock_engine
+
+    seen: list[str] = []
+    original = mock_engine.RecordingMonitor.RegisterResource
+
+    def spy(self: mock_engine.RecordingMonitor, request: Any) -> Any:
+        seen.append(request.type)
+        return original(self, request)
+
+    monkeypatch.setattr(mock_engine.RecordingMonitor, "RegisterResource", spy)
+    return seen
+
+
+@pytest.fixture
 def tmp_stack(tmp_path: Path) -> Callable[[Any], Path]:
     """Write a stack file (a config map, or raw text) and return its path."""
 

@@ -48,19 +48,11 @@ def _program_cases() -> list[Path]:
 
 @pytest.mark.parametrize("path", _program_cases(), ids=[p.stem for p in _program_cases()])
 def test_the_program_stops_before_registering_anything(
-    path: Path, monkeypatch: pytest.MonkeyPatch
+    path: Path, registered_types: list[str]
 ) -> None:
-    registered: list[str] = []
-    original = mock_engine.RecordingMonitor.RegisterResource
-
-    def spy(self: mock_engine.RecordingMonitor, request: object) -> object:
-        registered.append(request.type)  # type: ignore[attr-defined]
-        return original(self, request)
-
-    monkeypatch.setattr(mock_engine.RecordingMonitor, "RegisterResource", spy)
     with pytest.raises(pulumi.RunError) as caught:
         mock_engine.run_main(read_stack_file(path), stack="case")
     assert str(caught.value) == str(SettingsError("stacks/Pulumi.case.yaml", EXPECTED[path.name]))
-    assert registered == [
+    assert registered_types == [
         "pulumi:pulumi:Stack"
     ]  # the engine's root, registered before the program runs

@@ -156,29 +156,17 @@ def test_every_problem_is_listed_with_its_key_path() -> None:
     ]
 
 
-def test_invalid_settings_stop_the_program_before_any_resource_is_registered() -> None:
-    from tools import mock_engine
-
-    config = base_config(server={"replicas": 1})
-    registered: list = []
-    original = mock_engine.RecordingMonitor.RegisterResource
-
-    def spy(self, request):  # type: ignore[no-untyped-def]
-        registered.append(request.type)
-        return original(self, request)
-
-    mock_engine.RecordingMonitor.RegisterResource = spy  # type: ignore[method-assign]
-    try:
-        with pytest.raises(pulumi.RunError) as caught:
-            run_program(config, stack="test")
-    finally:
-        mock_engine.RecordingMonitor.RegisterResource = original  # type: ignore[method-assign]
+def test_invalid_settings_stop_the_program_before_any_resource_is_registered(
+    registered_types: list[str],
+) -> None:
+    with pytest.raises(pulumi.RunError) as caught:
+        run_program(base_config(server={"replicas": 1}), stack="test")
     assert str(caught.value) == (
         "stacks/Pulumi.test.yaml: invalid kiam settings (1 problem):\n"
         "  - kiam:server.replicas: Input should be greater than or equal to 2 (got 1)"
     )
     # Only the root stack, which the engine registers before the program starts.
-    assert registered == ["pulumi:pulumi:Stack"]
+    assert registered_types == ["pulumi:pulumi:Stack"]
 
 
 def test_kubeconfig_is_read_as_a_secret_string() -> None:

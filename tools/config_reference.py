@@ -17,6 +17,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from settings.base import model_class
 from settings.stack import StackSettings
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
@@ -30,10 +31,13 @@ when this file and the models disagree.
 """
 
 
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
+def _nested(annotation: Any) -> tuple[type[BaseModel], str] | None:
+    """A settings model inside an annotation, and how its keys hang below the field's path."""
+    model = model_class(annotation)
+    if model is None:
+        return None
+    origin = typing.get_origin(annotation)
+    return model, "[]" if origin is list else ".<name>" if origin is dict else ""
 
 
 def _type_name(annotation: Any) -> str:
@@ -51,8 +55,7 @@ def _type_name(annotation: Any) -> str:
         return f"map of {_type_name(args[0])} to {_type_name(args[1])}"
     if annotation is SecretStr:
         return "secret string"
-    model = _model_of(annotation)
-    if model is not None:
+    if model_class(annotation) is not None:
         return "object"
     return getattr(annotation, "__name__", str(annotation))
 
@@ -71,48 +74,47 @@ def _default(field: FieldInfo) -> str:
 
 
 def _rows(
-    model: type[BaseModel], prefix: str, out: list[str], nested: list[tuple[str, type[BaseModel]]]
+    model: type[BaseModel], prefix: str, out: list[str], tables: list[tuple[str, type[BaseModel]]]
 ) -> None:
     for name, field in model.model_fields.items():
-        key = field.alias or name
-        path = f"{prefix}.{key}"
-        annotation = field.annotation
-        inner = _model_of(annotation)
-        if inner is None and typing.get_origin(annotation) is list:
-            inner = _model_of(typing.get_args(annotation)[0])
-            if inner is not None:
-                nested.append((f"{path}[]", inner))
-                inner = None
-        if inner is not None:
-            _rows(inner, path, out, nested)
+        path = f"{prefix}.{field.alias or name}"
+        nested = _nested(field.annotation)
+        if nested is not None and nested[1] == "":
+            _rows(nested[0], path, out, tables)  # an object (optional or not): its keys inline
             continue
+        if nested is not None:
+            tables.append((path + nested[1], nested[0]))  # items of a list or map: a table below
         description = (field.description or "").replace("|", "\\|")
-        out.append(f"| `{path}` | {_type_name(annotation)} | {_default(field)} | {description} |")
+        out.append(
+            f"| `{path}` | {_type_name(field.annotation)} | {_default(field)} | {description} |"
+        )
+
+
+def _table(rows: list[str]) -> str:
+    return "\n| key | type | default | description |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
 
 
 def render() -> str:
     parts = [HEADER]
     for name, field in StackSettings.model_fields.items():
         key = f"kiam:{field.alias or name}"
-        model = _model_of(field.annotation)
         parts.append(f"\n## `{key}`\n\n{field.description}\n")
-        if model is None:
+        nested = _nested(field.annotation)
+        if nested is None:
             parts.append(f"\nType: {_type_name(field.annotation)}. Default: {_default(field)}.\n")
             continue
+        model, suffix = nested
+        if suffix:
+            parts.append(f"\nType: {_type_name(field.annotation)}. Default: {_default(field)}.\n")
+        tables: list[tuple[str, type[BaseModel]]] = []
         rows: list[str] = []
-        nested: list[tuple[str, type[BaseModel]]] = []
-        _rows(model, key, rows, nested)
-        parts.append(
-            "\n| key | type | default | description |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
-        )
-        for path, inner in nested:
+        _rows(model, key + suffix, rows, tables)
+        parts.append(_table(rows))
+        while tables:
+            path, inner = tables.pop(0)
             inner_rows: list[str] = []
-            _rows(inner, path, inner_rows, [])
-            parts.append(
-                f"\nEach item of `{path[:-2]}`:\n\n| key | type | default | description |\n|---|---|---|---|\n"
-                + "\n".join(inner_rows)
-                + "\n"
-            )
+            _rows(inner, path, inner_rows, tables)
+            parts.append(f"\nEach item of `{path.removesuffix('[]')}`:\n" + _table(inner_rows))
     return "".join(parts)
 
 

@@ -1,8 +1,9 @@
-"""Entry point for `pulumi up` / `pulumi preview`: validate the stack's settings, then build it."""
+"""Entry point for `pulumi up` / `pulumi preview` (and, through the mock engine, the tests and the
+offline plan): validate the stack's settings, create the providers once, build, export."""
 
 import pulumi
 
-from program import deploy
+from program import build, create_providers, export_outputs
 from settings import SettingsError, load_settings
 
 try:
@@ -12,4 +13,5 @@ except SettingsError as error:
     # since nothing has been registered yet, nothing is created, changed or deleted.
     raise pulumi.RunError(str(error)) from None
 
-deploy(settings)
+providers = create_providers(settings)
+export_outputs(build(settings, providers), settings)

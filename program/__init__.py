@@ -1,5 +1,6 @@
-"""The Pulumi program: providers, and the one function that builds a stack from settings."""
+"""The Pulumi program: the providers, and the function that builds a stack from settings."""
 
-from program.stack import deploy
+from program.providers import create_providers
+from program.stack import build, export_outputs
 
-__all__ = ["deploy"]
+__all__ = ["build", "create_providers", "export_outputs"]

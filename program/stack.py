@@ -1,25 +1,29 @@
-"""Build one stack from validated settings: `__main__.py`, the tests and the offline plan all call this."""
+"""Build one stack from validated settings and providers; `__main__.py` runs it, and through it the
+tests and the offline plan."""
 
 from __future__ import annotations
 
 import pulumi
 
 from components.kiam import Kiam, KiamArgs
-from program.providers import create_providers
+from program.providers import Providers
 from settings.stack import StackSettings
 
 # The top component's name; every child name (and kiam's IAM role names) starts with it.
 KIAM_NAME = "kiam"
 
 
-def deploy(settings: StackSettings) -> Kiam:
-    """Create the providers and the `Kiam` component, and export the stack outputs."""
-    providers = create_providers(settings)
-    kiam = Kiam(
+def build(settings: StackSettings, providers: Providers) -> Kiam:
+    """The `Kiam` component, with the stack's providers handed down to every child."""
+    return Kiam(
         KIAM_NAME,
         KiamArgs(settings=settings, oidc_issuer=providers.oidc_issuer),
         pulumi.ResourceOptions(providers=providers.as_list()),
     )
+
+
+def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
+    """The stack outputs the README documents."""
     pulumi.export("nodeRoleArn", kiam.iam.node_role.arn)
     pulumi.export("serverRoleArn", kiam.iam.server_role.arn)
     pulumi.export("roleBaseArn", kiam.iam.role_base_arn)
@@ -38,4 +42,3 @@ def deploy(settings: StackSettings) -> Kiam:
             for app, role in kiam.applications.items()
         },
     )
-    return kiam

@@ -282,38 +282,25 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
 
     if node.urn not in server.property_dependencies.get("assumeRolePolicy", frozenset()):
         report(server, "its trust policy is not built from the server node role")
-    node_arn = node.outputs.get("arn")
     for statement in _statements(_document(server.inputs.get("assumeRolePolicy")) or {}):
-        principal = statement.get("Principal")
-        arn = (
-            principal.get("AWS")
-            if isinstance(principal, dict) and set(principal) == {"AWS"}
-            else None
-        )
-        if (
-            not isinstance(arn, str)
-            or arn == "*"
-            or arn.endswith(":root")
-            or (node_arn and arn != node_arn)
-        ):
-            report(server, f"trust admits {principal!r}, not only the server node role")
+        if not _trusts_only(statement, node.outputs.get("arn")):
+            report(
+                server,
+                f"trust admits {statement.get('Principal')!r}, not only the server node role",
+            )
     for app in view.roles_tagged("application"):
         for statement in _statements(_document(app.inputs.get("assumeRolePolicy")) or {}):
             principal = statement.get("Principal")
-            if principal == {"AWS": server.outputs.get("arn", dig(principal, "AWS"))} and set(
-                principal
-            ) == {"AWS"}:
-                continue
-            if (
+            irsa = (
                 isinstance(principal, dict)
                 and set(principal) == {"Federated"}
                 and ":sub" in json.dumps(statement.get("Condition"))
-            ):
-                continue  # IRSA for one service account
-            report(
-                app,
-                f"trust admits {principal!r}: application roles trust the kiam-server role (and IRSA) only",
             )
+            if not irsa and not _trusts_only(statement, server.outputs.get("arn")):
+                report(
+                    app,
+                    f"trust admits {principal!r}: application roles trust the kiam-server role (and IRSA) only",
+                )
     allow_any = (
         str(dig(server.inputs, "tags", ALLOW_ANY_ROLE_TAG, default="false")).lower() == "true"
     )
@@ -337,6 +324,18 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
                         f"lets the server nodes assume {resource}, not only the kiam-server role",
                     )
     return out
+
+
+def _trusts_only(statement: Any, role_arn: str | None) -> bool:
+    """Whether a trust statement admits exactly one role: never `*` or a whole account, and the
+    given role where its ARN is known (it is not, for a new role, during a preview)."""
+    principal = statement.get("Principal")
+    arn = (
+        principal.get("AWS") if isinstance(principal, dict) and set(principal) == {"AWS"} else None
+    )
+    if not isinstance(arn, str) or arn == "*" or arn.endswith(":root"):
+        return False
+    return role_arn is None or arn == role_arn
 
 
 def _document(text: Any) -> Any:

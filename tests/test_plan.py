@@ -116,3 +116,19 @@ def test_configuration_reference_matches_the_models() -> None:
     assert config_reference.REFERENCE.read_text() == config_reference.render(), (
         "docs/configuration.md is stale: run python -m tools.config_reference --write"
     )
+
+
+def test_the_command_line_plan_validates_in_a_second_process() -> None:
+    """As users run it: a fresh single-threaded process, so the validators load in a forked one."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--stack", "production"],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "✓ 11 manifests valid (Kubernetes 1.33, strict)\n  ✓ 2 IAM roles lint clean (parliament)"
+        in result.stdout
+    )

@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import multiprocessing
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -126,7 +127,9 @@ def _validator_process(enabled: bool) -> Iterator[Callable[[Any, str], list[Any]
     if not enabled:
         yield lambda plan, version: []
         return
-    if "fork" not in multiprocessing.get_all_start_methods():
+    # Forking is safe only while this process has one thread (always so for the command line;
+    # not inside a test runner that already ran the SDK): otherwise validate here, afterwards.
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         yield lambda plan, version: validate.validate_plan(plan.manifests, plan.iam, version)
         return
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:

@@ -8,13 +8,9 @@ from typing import Any
 
 from components.labels import AGENTS_ANNOTATION, HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
 from components.policies import ALLOW_ANY_ROLE_TAG
+from components.tokens import CERT_REQUEST, CLUSTER_ROLE_BINDING, PDB, ROLE_POLICY, SECRET
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match
 from invariants.view import (
-    CERT_REQUEST,
-    CLUSTER_ROLE_BINDING,
-    PDB,
-    ROLE_POLICY,
-    SECRET,
     KiamView,
     container,
     flag_values,
@@ -26,7 +22,6 @@ from settings.base import duration_seconds
 
 Check = Callable[[KiamView], list[Violation]]
 SERVER_CONTAINER, AGENT_CONTAINER = "kiam-server", "kiam-agent"
-UNHEALTHY_NODE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 AGENT_CAPABILITIES = frozenset({"NET_ADMIN", "NET_RAW"})
 NO_CAPABILITIES: frozenset[str] = frozenset()
 

@@ -7,18 +7,8 @@ from functools import cached_property
 from typing import Any
 
 from components.policies import ROLE_TAG
+from components.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP, ROLE, SERVICE
 from invariants.model import Resource, by_type, dig, is_unknown
-
-DEPLOYMENT = "kubernetes:apps/v1:Deployment"
-DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
-SERVICE = "kubernetes:core/v1:Service"
-SECRET = "kubernetes:core/v1:Secret"
-PDB = "kubernetes:policy/v1:PodDisruptionBudget"
-CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-ROLE = "aws:iam/role:Role"
-ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-CERT_REQUEST = "tls:index/certRequest:CertRequest"
 
 
 def _component(resource: Resource) -> str | None:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 
-from settings.base import DnsLabel, LabelKey, LabelValue, Model
+from settings.base import UNDECRYPTED_SECRET, DnsLabel, LabelKey, LabelValue, Model
 
 Phase = Literal["servers", "takeover", "complete"]
 
@@ -42,13 +42,12 @@ class AdoptionSettings(Model):
 
     @model_validator(mode="after")
     def _check(self) -> AdoptionSettings:
+        # The offline plan cannot decrypt `secure:` values; only the CLI sees the real PEMs.
         certificate = self.ca_certificate.get_secret_value()
-        if "-----BEGIN CERTIFICATE-----" not in certificate and not certificate.startswith(
-            "[secret"
-        ):
+        if certificate != UNDECRYPTED_SECRET and "-----BEGIN CERTIFICATE-----" not in certificate:
             raise ValueError("caCertificate is not a PEM certificate (-----BEGIN CERTIFICATE-----)")
         key = self.ca_private_key.get_secret_value()
-        if "PRIVATE KEY-----" not in key and not key.startswith("[secret"):
+        if key != UNDECRYPTED_SECRET and "PRIVATE KEY-----" not in key:
             raise ValueError(
                 "caPrivateKey is not a PEM private key (-----BEGIN ... PRIVATE KEY-----)"
             )

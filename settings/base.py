@@ -8,6 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+# What the offline plan substitutes for `secure:` values: only the Pulumi CLI can decrypt them.
+UNDECRYPTED_SECRET = "[secret: decrypted only by the Pulumi CLI]"
+
 
 class Model(BaseModel):
     """Frozen, strict about unknown keys (a typo must fail), camelCase in stack files."""

@@ -41,8 +41,13 @@ class ClusterSettings(Model):
     @property
     def partition(self) -> str:
         """The AWS partition the region belongs to, for ARNs."""
-        if self.region.startswith("cn-"):
-            return "aws-cn"
-        if self.region.startswith("us-gov-"):
-            return "aws-us-gov"
-        return "aws"
+        return partition_of(self.region)
+
+
+def partition_of(region: str) -> str:
+    """The AWS partition of a region: `aws-cn`, `aws-us-gov` or `aws`."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"

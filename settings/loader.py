@@ -14,15 +14,13 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from settings.base import model_class
+from settings.base import UNDECRYPTED_SECRET, model_class
 from settings.stack import StackSettings
 
 NAMESPACE = "kiam"
 STACK_CONFIG_DIR = "stacks"
 # Values Pulumi hands over as plain strings even when they look like JSON.
 _RAW_STRING_KEYS = frozenset({"kubeconfig"})
-# What the offline plan substitutes for `secure:` values it cannot decrypt.
-UNDECRYPTED_SECRET = "[secret: decrypted only by the Pulumi CLI]"
 
 
 class SettingsError(Exception):
@@ -39,6 +37,19 @@ class SettingsError(Exception):
 def stack_file_for(stack: str) -> str:
     """Where `stackConfigDir` puts a stack's settings."""
     return f"{STACK_CONFIG_DIR}/Pulumi.{stack}.yaml"
+
+
+def stack_name_of(path: Path) -> str:
+    """The stack a `Pulumi.<stack>.yaml` file configures (any other file: its name without suffix)."""
+    name = path.name
+    if name.startswith("Pulumi.") and name.endswith(".yaml"):
+        return name[len("Pulumi.") : -len(".yaml")]
+    return path.stem
+
+
+def example_stacks(project_dir: Path) -> list[str]:
+    """Every stack with a file in the project's `stackConfigDir`, sorted."""
+    return sorted(stack_name_of(p) for p in (project_dir / STACK_CONFIG_DIR).glob("Pulumi.*.yaml"))
 
 
 def settings_from_values(values: Mapping[str, Any], source: str) -> StackSettings:

@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from settings.loader import example_stacks
 from tools.mock_engine import PROJECT_DIR, MockEngine, Recording, run_main
 
 STACKS_DIR = PROJECT_DIR / "stacks"
-EXAMPLE_STACKS = sorted(
-    p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml")
-)
+EXAMPLE_STACKS = example_stacks(PROJECT_DIR)
 
 # The smallest valid configuration; tests change one thing at a time.
 BASE_CONFIG: dict[str, Any] = {

@@ -174,3 +174,21 @@ def test_kubeconfig_is_read_as_a_secret_string() -> None:
     assert s.kubeconfig is not None
     assert s.kubeconfig.get_secret_value() == '{"apiVersion": "v1"}'
     assert "apiVersion" not in repr(s)
+
+
+def test_extra_args_may_never_repeat_a_flag_the_program_renders() -> None:
+    """The managed-flag lists in the settings must cover every flag `components.flags` renders,
+    or an extraArgs entry could silently override one."""
+    from components.flags import agent_flags, server_flags
+    from settings.agent import AGENT_MANAGED_FLAGS
+    from settings.server import SERVER_MANAGED_FLAGS
+
+    s = validate(base_config())
+    rendered_server = server_flags(s.server, region="r", role_base_arn="b", assume_role_arn="a")
+    rendered_agent = agent_flags(s.agent, server_address="h:1")
+
+    def names(args: list[str]) -> set[str]:
+        return {a.split("=", 1)[0] for a in args if a.startswith("--")}
+
+    assert names(rendered_server) <= SERVER_MANAGED_FLAGS
+    assert names(rendered_agent) <= AGENT_MANAGED_FLAGS

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from settings.loader import example_stacks
+
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 REPORT = PROJECT_DIR / "docs" / "performance.md"
 TARGET_RATIO = 1.5
@@ -42,10 +44,7 @@ def _time(command: list[str]) -> float:
 
 def measure(runs: int) -> list[tuple[str, float]]:
     python = sys.executable
-    stacks = sorted(
-        p.name[len("Pulumi.") : -len(".yaml")]
-        for p in (PROJECT_DIR / "stacks").glob("Pulumi.*.yaml")
-    )
+    stacks = example_stacks(PROJECT_DIR)
     cases = [("import floor (SDK classes the program uses)", [python, "-c", FLOOR])]
     for stack in stacks:
         cases.append(

@@ -21,10 +21,12 @@ from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.sync_await import _sync_await
 
+from components import tokens
+from settings.cluster import partition_of
+
 PROJECT = "kiam"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 MAIN = PROJECT_DIR / "__main__.py"
-SECRET_MARK = "[secret]"
 
 # Fields of aws.eks.NodeGroup whose change replaces the group (and so gives it a new name).
 NODE_GROUP_REPLACE_FIELDS = (
@@ -94,7 +96,7 @@ class KiamMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         inputs = dict(args.inputs)
         typ, name = args.typ, args.name
-        if typ == "aws:iam/role:Role":
+        if typ == tokens.ROLE:
             role_name = inputs.get("name") or f"{name}-{_short_hash(name, 7)}"
             path = inputs.get("path", "/")
             arn = f"arn:{self.partition}:iam::{self.account_id}:role{path}{role_name}"
@@ -104,14 +106,14 @@ class KiamMocks(pulumi.runtime.Mocks):
                 "arn": arn,
                 "uniqueId": f"AROA{_short_hash(arn, 16).upper()}",
             }
-        if typ == "aws:ec2/launchTemplate:LaunchTemplate":
+        if typ == tokens.LAUNCH_TEMPLATE:
             lt_id = f"lt-{_short_hash(inputs, 17)}"
             return lt_id, {
                 **inputs,
                 "name": f"{inputs.get('namePrefix', '')}{_short_hash(inputs)}",
                 "latestVersion": 1,
             }
-        if typ == "aws:eks/nodeGroup:NodeGroup":
+        if typ == tokens.NODE_GROUP:
             # Like EKS, a replacement gets a fresh suffix: here derived from the fields that force one.
             forcing = {k: inputs.get(k) for k in NODE_GROUP_REPLACE_FIELDS}
             group = (
@@ -125,18 +127,15 @@ class KiamMocks(pulumi.runtime.Mocks):
                 "arn": arn,
                 "status": "ACTIVE",
             }
-        if typ == "tls:index/privateKey:PrivateKey":
+        if typ == tokens.PRIVATE_KEY:
             return name, {
                 **inputs,
                 "privateKeyPem": _pem("PRIVATE KEY", name),
                 "publicKeyPem": _pem("PUBLIC KEY", name),
             }
-        if typ == "tls:index/certRequest:CertRequest":
+        if typ == tokens.CERT_REQUEST:
             return name, {**inputs, "certRequestPem": _pem("CERTIFICATE REQUEST", name)}
-        if typ in (
-            "tls:index/selfSignedCert:SelfSignedCert",
-            "tls:index/locallySignedCert:LocallySignedCert",
-        ):
+        if typ in (tokens.SELF_SIGNED_CERT, tokens.LOCALLY_SIGNED_CERT):
             return name, {**inputs, "certPem": _pem("CERTIFICATE", name)}
         return f"{name}-id", inputs
 
@@ -249,13 +248,7 @@ class MockEngine:
         config: Mapping[str, Any] | None = None,
         secret_keys: Iterable[str] = (),
     ) -> None:
-        partition = (
-            "aws-cn"
-            if region.startswith("cn-")
-            else "aws-us-gov"
-            if region.startswith("us-gov-")
-            else "aws"
-        )
+        partition = partition_of(region)
         self.mocks = KiamMocks(account_id=account_id, region=region, partition=partition)
         self.stack = stack
         self.config = dict(config or {})

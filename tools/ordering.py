@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
+from components.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP
 from tools.mock_engine import Recording, Registration
-
-DEPLOYMENT = "kubernetes:apps/v1:Deployment"
-DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 
 
 def ordering_edges(recording: Recording) -> list[str]:
@@ -18,7 +16,7 @@ def ordering_edges(recording: Recording) -> list[str]:
     for dep in recording.by_type(DEPLOYMENT):
         for urn in dep.property_dependencies.get("spec", ()):
             source = recording.by_urn(urn)
-            if source.type == "aws:eks/nodeGroup:NodeGroup":
+            if source.type == NODE_GROUP:
                 edges.append(
                     f"{label(dep)} follows {label(source)}'s name (nodeSelector): a replacement group "
                     "is created, servers roll onto it and are Ready, then the old group is drained"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import multiprocessing
 import sys
 import threading
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from settings import SettingsError, settings_from_stack_file
-from settings.loader import stack_file_for
+from settings.loader import stack_file_for, stack_name_of
 from settings.stack import StackSettings
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID_SETTINGS = 0, 1, 2
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     path = args.config_file or Path(stack_file_for(args.stack))
-    stack = args.stack or _stack_name(path)
+    stack = args.stack or stack_name_of(path)
     try:
         settings, config = settings_from_stack_file(path)
     except SettingsError as error:
@@ -99,19 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_FAILED if violations or findings else EXIT_OK
 
 
-def _stack_name(path: Path) -> str:
-    name = path.name
-    return (
-        name[len("Pulumi.") : -len(".yaml")]
-        if name.startswith("Pulumi.") and name.endswith(".yaml")
-        else path.stem
-    )
-
-
 def _secret_keys(config: dict[str, Any]) -> list[str]:
-    from settings.loader import UNDECRYPTED_SECRET
+    """Keys holding a `secure:` value anywhere inside, which the CLI would mark secret."""
+    from settings.base import UNDECRYPTED_SECRET
 
-    return [k for k, v in config.items() if v == UNDECRYPTED_SECRET]
+    return [k for k, v in config.items() if UNDECRYPTED_SECRET in json.dumps(v)]
 
 
 @contextlib.contextmanager

@@ -8,13 +8,12 @@ from typing import Any
 
 import yaml
 
+from components.tokens import ROLE, ROLE_POLICY, SECRET
+from components.tokens import ROLE_POLICY_ATTACHMENT as ATTACHMENT
 from tools.mock_engine import Recording, Registration
 
 REDACTED = "[redacted]"
 KUBERNETES_PREFIX = "kubernetes:"
-ROLE = "aws:iam/role:Role"
-ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ def redacted_inputs(reg: Registration) -> dict[str, Any]:
     """Inputs with every secret value replaced, and Secret payloads removed whatever their marking."""
     inputs: dict[str, Any] = _whole_numbers(json.loads(json.dumps(reg.inputs, default=str)))
     payload_keys: tuple[str, ...] = ()
-    if reg.type == "kubernetes:core/v1:Secret":
+    if reg.type == SECRET:
         payload_keys = ("data", "stringData")
         for key in payload_keys:
             if isinstance(inputs.get(key), dict):
@@ -105,7 +104,7 @@ def manifest_file_name(obj: dict[str, Any]) -> str:
 
 
 def render(recording: Recording) -> Plan:
-    """Everything the program would create, in registration order."""
+    """Everything the program would create; resources sorted by URN, so renderings are stable."""
     resources = [
         {
             "urn": r.urn,
@@ -120,7 +119,7 @@ def render(recording: Recording) -> Plan:
     ]
     manifests = {}
     for r in recording.registrations:
-        if r.custom and r.type.startswith(KUBERNETES_PREFIX) and not r.type.startswith("pulumi:"):
+        if r.custom and r.type.startswith(KUBERNETES_PREFIX):
             obj = redacted_inputs(r)
             manifests[manifest_file_name(obj)] = obj
     aws = {

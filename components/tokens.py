@@ -1,0 +1,19 @@
+"""Pulumi type tokens of the resources kiam's components create, for code that reads them back
+(the invariant checks, the plan's renderers, the mock engine). No Pulumi import: the policy pack
+uses these without the cloud SDKs."""
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+SERVICE = "kubernetes:core/v1:Service"
+SECRET = "kubernetes:core/v1:Secret"
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+ROLE = "aws:iam/role:Role"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+PRIVATE_KEY = "tls:index/privateKey:PrivateKey"
+CERT_REQUEST = "tls:index/certRequest:CertRequest"
+SELF_SIGNED_CERT = "tls:index/selfSignedCert:SelfSignedCert"
+LOCALLY_SIGNED_CERT = "tls:index/locallySignedCert:LocallySignedCert"

@@ -1,9 +1,13 @@
 """Entry point for `pulumi up` / `pulumi preview` (and, through the mock engine, the tests and the
-offline plan): validate the stack's settings, create the providers once, build, export."""
+offline plan): validate the stack's settings, create the providers once, build with the AWS cloud
+side, export."""
 
 import pulumi
 
-from program import build, create_providers, export_outputs
+from components.cloud import CloudSide
+from program.aws_cloud import AwsCloud
+from program.providers import create_providers
+from program.stack import build, export_outputs
 from settings import SettingsError, load_settings
 
 try:
@@ -14,4 +18,5 @@ except SettingsError as error:
     raise pulumi.RunError(str(error)) from None
 
 providers = create_providers(settings)
-export_outputs(build(settings, providers), settings)
+cloud: CloudSide = AwsCloud(settings, providers.oidc_issuer)
+export_outputs(build(settings, cloud, providers.as_list()), settings)

@@ -50,13 +50,15 @@ class KiamAgent(pulumi.ComponentResource):
         super().__init__("kiam:index:Agent", name, None, opts)
         s = args.settings
         selector = args.adopted_selector or labels.selector_labels("agent")
-        meta_labels = {**labels.object_labels("agent", s.image), **(args.adopted_selector or {})}
+        adopted = args.adopted_selector or {}
+        account_labels = {**labels.object_labels("agent"), **adopted}
+        meta_labels = {**labels.workload_labels("agent", s.image), **adopted}
         account = k8s.core.v1.ServiceAccount(
             name,
             metadata={
                 "name": naming.AGENT_NAME,
                 "namespace": args.namespace,
-                "labels": meta_labels,
+                "labels": account_labels,
             },
             # The agent never calls the Kubernetes API; give its pods no token.
             automount_service_account_token=False,

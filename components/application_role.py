@@ -38,6 +38,8 @@ class ApplicationRole(pulumi.ComponentResource):
 
     role: aws.iam.Role
     """The application role."""
+    role_arn: pulumi.Output[str]
+    """Its ARN (`ApplicationAccess`)."""
     pod_annotation: dict[str, str]
     """Pod annotation that makes kiam hand out this role."""
     service_account_annotation: pulumi.Output[dict[str, str]]
@@ -85,6 +87,7 @@ class ApplicationRole(pulumi.ComponentResource):
                 policy=json.dumps(document),
                 opts=child,
             )
+        self.role_arn = self.role.arn
         self.pod_annotation = {ROLE_ANNOTATION: s.role_name}
         self.service_account_annotation = self.role.arn.apply(lambda arn: {IRSA_ANNOTATION: arn})
         self.register_outputs(

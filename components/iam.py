@@ -37,6 +37,12 @@ class KiamIam(pulumi.ComponentResource):
     """kiam's `--role-base-arn`."""
     application_role_pattern: str
     """The ARN pattern the server may assume."""
+    node_role_arn: pulumi.Output[str]
+    """`node_role`'s ARN (`KiamRoles`)."""
+    server_role_arn: pulumi.Output[str]
+    """`server_role`'s ARN (`KiamRoles`)."""
+    node_role_policies: list[aws.iam.RolePolicyAttachment]
+    """`node_policy_attachments` (`KiamRoles`)."""
 
     def __init__(
         self, name: str, args: IamArgs, opts: pulumi.ResourceOptions | None = None
@@ -96,6 +102,9 @@ class KiamIam(pulumi.ComponentResource):
             opts=child,
         )
         self.role_base_arn = policies.role_base_arn(partition, account, args.iam)
+        self.node_role_arn = self.node_role.arn
+        self.server_role_arn = self.server_role.arn
+        self.node_role_policies = self.node_policy_attachments
         self.register_outputs(
             {
                 "node_role": self.node_role,

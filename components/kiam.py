@@ -10,10 +10,8 @@ import pulumi_kubernetes as k8s
 
 from components import naming
 from components.agent import AgentArgs, KiamAgent
-from components.application_role import ApplicationRole, ApplicationRoleArgs
-from components.iam import IamArgs, KiamIam
+from components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
 from components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
-from components.node_group import NodeGroupArgs, ServerNodeGroup
 from components.server import KiamServer, ServerArgs
 from components.tls import KiamTls, TlsArgs
 from settings.stack import StackSettings
@@ -25,20 +23,20 @@ class KiamArgs:
 
     settings: StackSettings
     """The validated settings of the stack."""
-    oidc_issuer: pulumi.Input[str] | None = None
-    """The cluster's OIDC issuer URL; needed only by applications also trusted through IRSA."""
+    cloud: CloudSide
+    """Creates what lives outside Kubernetes: IAM, the dedicated nodes, certificates, roles."""
 
 
 class Kiam(pulumi.ComponentResource):
     """Composes every part of kiam so that one `pulumi up` installs, upgrades or recycles it safely."""
 
-    iam: KiamIam
-    node_group: ServerNodeGroup
+    roles: KiamRoles
+    server_nodes: ServerNodes
     tls: KiamTls
     server: KiamServer
     agent: KiamAgent | None
     """None while a running install's agents are still in service (migration phase `servers`)."""
-    applications: dict[str, ApplicationRole]
+    applications: dict[str, ApplicationAccess]
     server_address: str
     """What agents dial."""
 
@@ -47,23 +45,13 @@ class Kiam(pulumi.ComponentResource):
     ) -> None:
         super().__init__("kiam:index:Kiam", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        s = args.settings
+        s, cloud = args.settings, args.cloud
         adoption = s.adoption
         # During the first migration phase the running install's Service and agents stay in charge.
         own_agents = adoption is None or adoption.phase != "servers"
 
-        self.iam = KiamIam(f"{name}-iam", IamArgs(cluster=s.cluster, iam=s.iam), child)
-        self.node_group = ServerNodeGroup(
-            f"{name}-server-nodes",
-            NodeGroupArgs(
-                cluster_name=s.cluster.name,
-                kubernetes_version=s.cluster.kubernetes_version,
-                settings=s.node_group,
-                node_role_arn=self.iam.node_role.arn,
-                node_role_policies=self.iam.node_policy_attachments,
-            ),
-            child,
-        )
+        self.roles = cloud.roles(f"{name}-iam", child)
+        self.server_nodes = cloud.server_nodes(f"{name}-server-nodes", self.roles, child)
         namespace: pulumi.Input[str] = s.namespace.name
         if s.namespace.create:
             namespace = k8s.core.v1.Namespace(
@@ -84,6 +72,7 @@ class Kiam(pulumi.ComponentResource):
                 settings=s.tls,
                 namespace=namespace,
                 server_dns_names=naming.service_dns_names(service, ns_name, domain),
+                authority=cloud.certificate_authority,
                 existing_ca=(
                     (
                         adoption.ca_certificate.get_secret_value(),
@@ -101,10 +90,11 @@ class Kiam(pulumi.ComponentResource):
                 settings=s.server,
                 namespace=namespace,
                 region=s.cluster.region,
-                node_group_name=self.node_group.node_group_name,
+                node_group_name=self.server_nodes.node_group_name,
                 node_taint=s.node_group.taint,
-                server_role_arn=self.iam.server_role.arn,
-                role_base_arn=self.iam.role_base_arn,
+                spare_nodes=s.node_group.desired_size - s.server.replicas,
+                server_role_arn=self.roles.server_role_arn,
+                role_base_arn=self.roles.role_base_arn,
                 tls_secret=self.tls.server_secret,
                 extra_pod_labels=adoption.server_pod_labels if adoption else None,
                 create_service=own_agents,
@@ -135,36 +125,25 @@ class Kiam(pulumi.ComponentResource):
         self.applications = self._applications(name, args, child)
         self.register_outputs(
             {
-                "node_role_arn": self.iam.node_role.arn,
-                "server_role_arn": self.iam.server_role.arn,
-                "role_base_arn": self.iam.role_base_arn,
-                "node_group_name": self.node_group.node_group_name,
+                "node_role_arn": self.roles.node_role_arn,
+                "server_role_arn": self.roles.server_role_arn,
+                "role_base_arn": self.roles.role_base_arn,
+                "node_group_name": self.server_nodes.node_group_name,
                 "server_address": self.server_address,
             }
         )
 
     def _applications(
         self, name: str, args: KiamArgs, child: pulumi.ResourceOptions
-    ) -> dict[str, ApplicationRole]:
+    ) -> dict[str, ApplicationAccess]:
         s = args.settings
         roles = {
-            app: ApplicationRole(
-                f"{name}-app-{app}",
-                ApplicationRoleArgs(
-                    settings=settings,
-                    path=settings.path or s.iam.application_role_path,
-                    server_role_arn=self.iam.server_role.arn,
-                    oidc_issuer=args.oidc_issuer,
-                    partition=s.cluster.partition,
-                    account_id=s.cluster.account_id,
-                ),
-                child,
-            )
+            app: args.cloud.application_role(f"{name}-app-{app}", settings, self.roles, child)
             for app, settings in sorted(s.applications.items())
         }
         by_namespace: dict[str, list[pulumi.Input[str]]] = defaultdict(list)
         for app, role in roles.items():
-            by_namespace[s.applications[app].namespace].append(role.role.arn)
+            by_namespace[s.applications[app].namespace].append(role.role_arn)
         if by_namespace:
             NamespacePermissions(
                 f"{name}-permissions",

@@ -20,14 +20,21 @@ def selector_labels(role: Role) -> dict[str, str]:
     return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": role}
 
 
-def object_labels(role: Role, image: str) -> dict[str, str]:
-    """Labels for an object's metadata and pod template: the selector plus bookkeeping."""
+def object_labels(role: Role) -> dict[str, str]:
+    """Labels for the metadata of an object that does not run the image: the selector plus
+    bookkeeping, but no version, so an image bump leaves RBAC, Services and the PDB unchanged
+    and a reviewer's preview shows only what actually changes."""
     return {
         **selector_labels(role),
         "app.kubernetes.io/part-of": NAME,
         "app.kubernetes.io/managed-by": "pulumi",
-        "app.kubernetes.io/version": image_version(image),
     }
+
+
+def workload_labels(role: Role, image: str) -> dict[str, str]:
+    """Labels for a Deployment or DaemonSet and its pod template: `object_labels` and the version
+    of the image they run."""
+    return {**object_labels(role), "app.kubernetes.io/version": image_version(image)}
 
 
 def image_version(image: str) -> str:

@@ -30,6 +30,9 @@ class ServerArgs:
     replacement roll the Deployment onto the new nodes (and wait) before the old ones go."""
     node_taint: TaintSettings
     """The taint dedicating the node group; the servers tolerate exactly it."""
+    spare_nodes: int
+    """Nodes of the group beyond one per server (`desiredSize - replicas`); decides whether a
+    rollout can start a new server before stopping an old one."""
     server_role_arn: pulumi.Input[str]
     """`--assume-role-arn`."""
     role_base_arn: str
@@ -41,6 +44,20 @@ class ServerArgs:
     create_service: bool = True
     """False while a running install's Service still serves its agents (migration phase
     `servers`): the new pods join it through `extra_pod_labels` instead."""
+
+
+def rolling_update(spare_nodes: int) -> dict[str, int]:
+    """How the Deployment replaces servers (image bumps, node group replacements).
+
+    With a spare node a new server starts first (on the spare, or on the new group's nodes) and
+    an old one stops only once the new one is Ready: every server slot stays Ready throughout,
+    and if the new pod can never start, no old one is stopped. Without a spare, hard anti-affinity
+    leaves a surge pod of an in-place rollout nowhere to go, wedging the rollout: then one server
+    at a time stops first, and Ready servers dip to `replicas - 1` while it is replaced.
+    """
+    if spare_nodes > 0:
+        return {"maxSurge": 1, "maxUnavailable": 0}
+    return {"maxSurge": 0, "maxUnavailable": 1}
 
 
 class KiamServer(pulumi.ComponentResource):
@@ -57,7 +74,8 @@ class KiamServer(pulumi.ComponentResource):
         super().__init__("kiam:index:Server", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
-        meta_labels = labels.object_labels("server", s.image)
+        meta_labels = labels.object_labels("server")
+        workload_labels = labels.workload_labels("server", s.image)
         selector = labels.selector_labels("server")
 
         def metadata(object_name: str, namespaced: bool = True) -> dict[str, Any]:
@@ -139,6 +157,7 @@ class KiamServer(pulumi.ComponentResource):
             name,
             metadata={
                 **metadata(naming.SERVER_NAME),
+                "labels": workload_labels,
                 # Read by the invariant checks: while a running install's agents are still in
                 # service (migration phase `servers`), this stack deploys none of its own.
                 **(
@@ -150,17 +169,15 @@ class KiamServer(pulumi.ComponentResource):
             spec={
                 "replicas": s.replicas,
                 "selector": {"matchLabels": selector},
-                # One server at a time, no surge: with hard anti-affinity and one node per server,
-                # a surge pod would have nowhere to go and the rollout would never finish.
                 "strategy": {
                     "type": "RollingUpdate",
-                    "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+                    "rollingUpdate": rolling_update(args.spare_nodes),
                 },
                 "minReadySeconds": 10,
                 # Kubernetes must not give up on a rollout before `pulumi up` does (nodes booting).
                 "progressDeadlineSeconds": rollout_seconds,
                 "template": {
-                    "metadata": {"labels": {**meta_labels, **(args.extra_pod_labels or {})}},
+                    "metadata": {"labels": {**workload_labels, **(args.extra_pod_labels or {})}},
                     "spec": self._pod_spec(args, account.metadata.name),
                 },
             },

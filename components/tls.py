@@ -1,4 +1,8 @@
-"""A private CA and the server and agent certificates for kiam's mutual TLS, as Kubernetes Secrets."""
+"""kiam's mutual TLS: a CA, the server and agent certificates, as `kubernetes.io/tls` Secrets.
+
+The certificates come from the stack's `CertificateAuthority` (pulumi-tls on AWS, a local CA in the
+real-engine tests); what they must say, and the Secrets that carry them, are decided here.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,14 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-import pulumi_tls as tls
 
+from components.cloud import CertificateAuthority, CertificateRequest, KeyPair
 from settings.tls import TlsSettings
 
 LOOPBACK = (
     "127.0.0.1"  # `kiam health` probes the server on loopback: the certificate must cover it.
 )
+BASE_USES = ["digital_signature", "key_encipherment"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,9 +30,34 @@ class TlsArgs:
     """Namespace of the Secrets."""
     server_dns_names: list[str]
     """DNS SANs of the server certificate (every name of the Service, and localhost)."""
+    authority: CertificateAuthority
+    """Issues the CA (unless `existing_ca` is given) and the leaf certificates."""
     existing_ca: tuple[str, str] | None = None
     """A running install's CA (certificate PEM, private key PEM) to sign with instead of a new
     one, so its agents and servers and the new ones trust each other during a migration."""
+
+
+def certificate_requests(args: TlsArgs) -> dict[str, CertificateRequest]:
+    """The server and agent certificates, by role: exactly the names and uses kiam needs."""
+    s = args.settings
+
+    def request(role: str, dns: list[str], ips: list[str], uses: list[str]) -> CertificateRequest:
+        return CertificateRequest(
+            common_name=f"kiam-{role}",
+            dns_names=dns,
+            ip_addresses=ips,
+            uses=[*BASE_USES, *uses],
+            validity_hours=s.cert_validity_hours,
+            early_renewal_hours=s.early_renewal_hours,
+        )
+
+    return {
+        # The server also dials itself as a client in its `kiam health` probe.
+        "server": request(
+            "server", args.server_dns_names, [LOOPBACK], ["server_auth", "client_auth"]
+        ),
+        "agent": request("agent", [], [], ["client_auth"]),
+    }
 
 
 class KiamTls(pulumi.ComponentResource):
@@ -45,48 +75,16 @@ class KiamTls(pulumi.ComponentResource):
     ) -> None:
         super().__init__("kiam:index:Tls", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        s = args.settings
-        ca_key_pem: pulumi.Input[str]
         if args.existing_ca is not None:
-            self.ca_cert_pem = pulumi.Output.from_input(args.existing_ca[0])
-            ca_key_pem = pulumi.Output.secret(args.existing_ca[1])
+            ca = KeyPair(
+                cert_pem=args.existing_ca[0], key_pem=pulumi.Output.secret(args.existing_ca[1])
+            )
         else:
-            ca_key = _key(f"{name}-ca", child)
-            ca_key_pem = ca_key.private_key_pem
-            # No early renewal for the CA: a new CA must reach agents and servers together, a
-            # planned rotation (README, Operations), not something a routine `pulumi up` starts.
-            self.ca_cert_pem = tls.SelfSignedCert(
-                f"{name}-ca",
-                private_key_pem=ca_key.private_key_pem,
-                is_ca_certificate=True,
-                subject={"common_name": "kiam-ca", "organization": "kiam"},
-                validity_period_hours=s.ca_validity_hours,
-                allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
-                opts=child,
-            ).cert_pem
+            ca = args.authority.new_ca(f"{name}-ca", args.settings, child)
+        self.ca_cert_pem = pulumi.Output.from_input(ca.cert_pem)
 
-        def leaf(
-            role: str, dns_names: list[str], ip_addresses: list[str], uses: list[str]
-        ) -> k8s.core.v1.Secret:
-            key = _key(f"{name}-{role}", child)
-            request = tls.CertRequest(
-                f"{name}-{role}",
-                private_key_pem=key.private_key_pem,
-                subject={"common_name": f"kiam-{role}", "organization": "kiam"},
-                dns_names=dns_names,
-                ip_addresses=ip_addresses,
-                opts=child,
-            )
-            cert = tls.LocallySignedCert(
-                f"{name}-{role}",
-                cert_request_pem=request.cert_request_pem,
-                ca_private_key_pem=ca_key_pem,
-                ca_cert_pem=self.ca_cert_pem,
-                validity_period_hours=s.cert_validity_hours,
-                early_renewal_hours=s.early_renewal_hours,
-                allowed_uses=uses,
-                opts=child,
-            )
+        def secret(role: str, request: CertificateRequest) -> k8s.core.v1.Secret:
+            leaf = args.authority.issue(f"{name}-{role}", request, ca, child)
             # Updated in place, never replaced, and mounted as a directory (not subPath), so the
             # kubelet swaps renewed files under a running kiam, which reloads them.
             return k8s.core.v1.Secret(
@@ -95,21 +93,14 @@ class KiamTls(pulumi.ComponentResource):
                 metadata={"name": f"kiam-{role}-certificate", "namespace": args.namespace},
                 type="kubernetes.io/tls",
                 string_data=pulumi.Output.secret(
-                    {
-                        "tls.crt": cert.cert_pem,
-                        "tls.key": key.private_key_pem,
-                        "ca.crt": self.ca_cert_pem,
-                    }
+                    {"tls.crt": leaf.cert_pem, "tls.key": leaf.key_pem, "ca.crt": self.ca_cert_pem}
                 ),
                 opts=child,
             )
 
-        base_uses = ["digital_signature", "key_encipherment"]
-        # The server also dials itself as a client in its `kiam health` probe.
-        self.server_secret = leaf(
-            "server", args.server_dns_names, [LOOPBACK], [*base_uses, "server_auth", "client_auth"]
-        )
-        self.agent_secret = leaf("agent", [], [], [*base_uses, "client_auth"])
+        requests = certificate_requests(args)
+        self.server_secret = secret("server", requests["server"])
+        self.agent_secret = secret("agent", requests["agent"])
         self.register_outputs(
             {
                 "server_secret": self.server_secret,
@@ -117,7 +108,3 @@ class KiamTls(pulumi.ComponentResource):
                 "ca_cert_pem": self.ca_cert_pem,
             }
         )
-
-
-def _key(name: str, opts: pulumi.ResourceOptions) -> tls.PrivateKey:
-    return tls.PrivateKey(name, algorithm="ECDSA", ecdsa_curve="P256", opts=opts)

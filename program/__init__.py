@@ -1,6 +1,5 @@
-"""The Pulumi program: the providers, and the function that builds a stack from settings."""
+"""The Pulumi program's wiring: providers, the AWS cloud side, and the function that builds a stack.
 
-from program.providers import create_providers
-from program.stack import build, export_outputs
-
-__all__ = ["build", "create_providers", "export_outputs"]
+Import the modules themselves (`program.stack`, `program.providers`, ...): the real-engine tests use
+`program.stack` and `program.kubernetes` without the AWS and TLS SDKs that the others import.
+"""

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from program.kubernetes import kubernetes_provider
 from settings.stack import StackSettings
 
 
@@ -45,17 +46,7 @@ def create_providers(settings: StackSettings) -> Providers:
     else:
         assert eks is not None
         kubeconfig = _cluster_kubeconfig(settings, eks, invoke)
-    adoption = settings.adoption
-    kubernetes = k8s.Provider(
-        "kubernetes",
-        kubeconfig=kubeconfig,
-        # Never fall back to another cluster's current context.
-        cluster_identifier=cluster.name,
-        # While taking over a running install, objects it created under the names this program
-        # uses (its Service, agent DaemonSet, RBAC) are adopted in place instead of failing with
-        # AlreadyExists. Off otherwise, so an accidental name clash is never silently absorbed.
-        upsert_existing_objects=adoption is not None and adoption.phase in ("servers", "takeover"),
-    )
+    kubernetes = kubernetes_provider(settings, kubeconfig)
     issuer = (
         eks.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
         if eks is not None and any(a.irsa for a in settings.applications.values())

@@ -1,41 +1,46 @@
-"""Build one stack from validated settings and providers; `__main__.py` runs it, and through it the
-tests and the offline plan."""
+"""Build one stack from validated settings, a cloud side and providers: `__main__.py` runs it with
+the AWS cloud side (and through it the tests and the offline plan), the real-engine tests with
+stand-ins (`e2e/program`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi
 
+from components.cloud import CloudSide
 from components.kiam import Kiam, KiamArgs
-from program.providers import Providers
 from settings.stack import StackSettings
 
 # The top component's name; every child name (and kiam's IAM role names) starts with it.
 KIAM_NAME = "kiam"
 
 
-def build(settings: StackSettings, providers: Providers) -> Kiam:
+def build(
+    settings: StackSettings, cloud: CloudSide, providers: Sequence[pulumi.ProviderResource]
+) -> Kiam:
     """The `Kiam` component, with the stack's providers handed down to every child."""
     return Kiam(
         KIAM_NAME,
-        KiamArgs(settings=settings, oidc_issuer=providers.oidc_issuer),
-        pulumi.ResourceOptions(providers=providers.as_list()),
+        KiamArgs(settings=settings, cloud=cloud),
+        pulumi.ResourceOptions(providers=list(providers)),
     )
 
 
 def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
     """The stack outputs the README documents."""
-    pulumi.export("nodeRoleArn", kiam.iam.node_role.arn)
-    pulumi.export("serverRoleArn", kiam.iam.server_role.arn)
-    pulumi.export("roleBaseArn", kiam.iam.role_base_arn)
-    pulumi.export("applicationRolePattern", kiam.iam.application_role_pattern)
-    pulumi.export("nodeGroupName", kiam.node_group.node_group_name)
+    pulumi.export("nodeRoleArn", kiam.roles.node_role_arn)
+    pulumi.export("serverRoleArn", kiam.roles.server_role_arn)
+    pulumi.export("roleBaseArn", kiam.roles.role_base_arn)
+    pulumi.export("applicationRolePattern", kiam.roles.application_role_pattern)
+    pulumi.export("nodeGroupName", kiam.server_nodes.node_group_name)
     pulumi.export("serverAddress", kiam.server_address)
     pulumi.export("namespace", settings.namespace.name)
     pulumi.export(
         "applications",
         {
             app: {
-                "roleArn": role.role.arn,
+                "roleArn": role.role_arn,
                 "podAnnotation": role.pod_annotation,
                 "serviceAccountAnnotation": role.service_account_annotation,
             }

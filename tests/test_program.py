@@ -204,10 +204,25 @@ def test_two_kiam_components_do_not_collide() -> None:
     settings = settings_from_values(values, "test")
 
     def both() -> None:
-        Kiam("blue", KiamArgs(settings=settings))
-        Kiam("green", KiamArgs(settings=settings))
+        from program.aws_cloud import AwsCloud
+
+        cloud = AwsCloud(settings, oidc_issuer=None)
+        Kiam("blue", KiamArgs(settings=settings, cloud=cloud))
+        Kiam("green", KiamArgs(settings=settings, cloud=cloud))
 
     rec = run_component(both)
     urns = [r.urn for r in rec.registrations]
     assert len(urns) == 2 * (len(STACK_RESOURCES) - 2)  # two of everything but the providers
     assert len(set(urns)) == len(urns)
+
+
+def test_an_image_bump_changes_only_what_runs_the_image(base_run: Recording) -> None:
+    """A reviewer's preview of a kiam upgrade shows the Deployment and the DaemonSet, nothing else:
+    the version label lives only on the objects that run the image."""
+    image = "quay.io/uswitch/kiam:v4.3"
+    bumped = run_program(base_config(server={"image": image}, agent={"image": image}))
+    before = {r.urn: r.inputs for r in base_run.registrations}
+    after = {r.urn: r.inputs for r in bumped.registrations}
+    assert before.keys() == after.keys()
+    changed = {bumped.by_urn(urn).type for urn in after if after[urn] != before[urn]}
+    assert changed == {"kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:DaemonSet"}

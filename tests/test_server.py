@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import base_config, only_container, pod_spec, run_program, types_and_names
 from tools.mock_engine import Recording
 
@@ -111,16 +113,37 @@ def test_pinned_to_the_node_group_by_its_actual_name(base_run: Recording) -> Non
     assert group.urn in deployment.property_dependencies["spec"]
 
 
-def test_rollout_works_with_hard_anti_affinity_and_is_awaited_long_enough(
+def test_without_a_spare_node_the_rollout_stops_one_server_before_starting_its_successor(
     base_run: Recording,
 ) -> None:
     deployment = base_run.one(DEPLOYMENT)
     spec = deployment.inputs["spec"]
+    # The base stack: three servers on three nodes (desiredSize 3), so no node is spare.
     assert spec["replicas"] == 3
     assert spec["strategy"] == {
         "type": "RollingUpdate",
         "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
     }
+
+
+@pytest.mark.parametrize(("desired", "replicas"), [(4, 3), (5, 2)])
+def test_with_a_spare_node_a_new_server_is_ready_before_an_old_one_stops(
+    desired: int, replicas: int
+) -> None:
+    rec = run_program(
+        base_config(
+            node_group={"desiredSize": desired, "maxSize": 6}, server={"replicas": replicas}
+        )
+    )
+    assert rec.one(DEPLOYMENT).inputs["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+
+
+def test_the_rollout_is_awaited_long_enough(base_run: Recording) -> None:
+    deployment = base_run.one(DEPLOYMENT)
+    spec = deployment.inputs["spec"]
     assert spec["progressDeadlineSeconds"] == 1200
     assert deployment.custom_timeouts == {"create": "20m", "update": "20m"}
     assert "annotations" not in deployment.inputs["metadata"]

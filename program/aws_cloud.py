@@ -1,0 +1,64 @@
+"""The AWS cloud side of kiam: IAM roles, an EKS managed node group, pulumi-tls certificates."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.application_role import ApplicationRole, ApplicationRoleArgs
+from components.cloud import KiamRoles
+from components.iam import IamArgs, KiamIam
+from components.node_group import NodeGroupArgs, ServerNodeGroup
+from components.tls_authority import PulumiTlsAuthority
+from settings.applications import ApplicationSettings
+from settings.stack import StackSettings
+
+
+class AwsCloud:
+    """`CloudSide` for a real EKS cluster; every resource is a child of the component asking."""
+
+    def __init__(self, settings: StackSettings, oidc_issuer: pulumi.Input[str] | None) -> None:
+        self.settings = settings
+        self.oidc_issuer = oidc_issuer
+        """The cluster's OIDC issuer URL; needed only by applications also trusted through IRSA."""
+        self.certificate_authority = PulumiTlsAuthority()
+
+    def roles(self, name: str, opts: pulumi.ResourceOptions) -> KiamIam:
+        s = self.settings
+        return KiamIam(name, IamArgs(cluster=s.cluster, iam=s.iam), opts)
+
+    def server_nodes(
+        self, name: str, roles: KiamRoles, opts: pulumi.ResourceOptions
+    ) -> ServerNodeGroup:
+        s = self.settings
+        return ServerNodeGroup(
+            name,
+            NodeGroupArgs(
+                cluster_name=s.cluster.name,
+                kubernetes_version=s.cluster.kubernetes_version,
+                settings=s.node_group,
+                node_role_arn=roles.node_role_arn,
+                node_role_policies=roles.node_role_policies,
+            ),
+            opts,
+        )
+
+    def application_role(
+        self,
+        name: str,
+        settings: ApplicationSettings,
+        roles: KiamRoles,
+        opts: pulumi.ResourceOptions,
+    ) -> ApplicationRole:
+        s = self.settings
+        return ApplicationRole(
+            name,
+            ApplicationRoleArgs(
+                settings=settings,
+                path=settings.path or s.iam.application_role_path,
+                server_role_arn=roles.server_role_arn,
+                oidc_issuer=self.oidc_issuer,
+                partition=s.cluster.partition,
+                account_id=s.cluster.account_id,
+            ),
+            opts,
+        )

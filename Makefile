@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= dev
+E2E_VENV := .venv-e2e
+E2E_BIN := $(E2E_VENV)/bin
 
-.PHONY: install plan plans test lint typecheck bench clean
+.PHONY: install plan plans test lint typecheck bench clean e2e e2e-toolchain e2e-install e2e-bench sandbox sandbox-down
 
 $(BIN)/.installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,8 +38,33 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
+# The real engine and control plane, built from Go modules into ~/.cache/kiam-eks/e2e (once:
+# about 40 minutes cold on 2 cores, seconds when cached), and the e2e's own Python environment.
+e2e-toolchain:  ## Build (or find cached) the Pulumi CLI, providers and control plane
+	e2e/toolchain/build.sh >/dev/null
+
+$(E2E_BIN)/.installed: e2e/requirements.txt
+	test -x $(E2E_BIN)/python || $(PYTHON) -m venv $(E2E_VENV)
+	$(E2E_BIN)/python -m pip install --quiet --upgrade pip
+	$(E2E_BIN)/python -m pip install --quiet -r e2e/requirements.txt
+	touch $@
+
+e2e-install: e2e-toolchain $(E2E_BIN)/.installed
+
+e2e: e2e-install  ## The real-engine suite: real CLI, provider, control plane (minutes)
+	$(E2E_BIN)/python -m pytest e2e/tests -v --durations=15
+
+e2e-bench: e2e-install  ## The dev stack on the real engine against the engine's floor
+	$(E2E_BIN)/python -m e2e.bench
+
+sandbox: e2e-install  ## A local cluster running a stack: make sandbox STACK=dev (or CONFIG=path)
+	$(E2E_BIN)/python -m e2e.sandbox up $(if $(CONFIG),--config-file $(CONFIG),--stack $(STACK))
+
+sandbox-down:  ## Stop the sandbox and remove its state
+	$(E2E_BIN)/python -m e2e.sandbox down
+
 bench: $(BIN)/.installed  ## Time the offline plan against the SDK import floor
 	$(BIN)/python -m tools.bench
 
 clean:
-	rm -rf $(VENV) plan .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(E2E_VENV) plan .pytest_cache .mypy_cache .ruff_cache .hypothesis

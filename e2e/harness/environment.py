@@ -1,0 +1,90 @@
+"""One control plane shaped for a stack, and the Pulumi stacks that run against it: what the
+real-engine tests and `make sandbox` both use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.labels import NODE_GROUP_LABEL, selector_labels
+from e2e.harness.cluster import ControlPlane
+from e2e.harness.kube import Kube, is_ready
+from e2e.harness.pulumi import PulumiStack, install_provider
+from e2e.harness.shape import ClusterShape, shape_of
+from settings.loader import settings_from_stack_file
+from settings.stack import StackSettings
+
+
+@dataclass
+class Environment:
+    """A running control plane with a Pulumi home and backend of its own, under `root`."""
+
+    root: Path
+    bin_dir: Path
+    plane: ControlPlane
+    kube: Kube
+
+    @classmethod
+    def start(cls, root: Path, bin_dir: Path, name: str) -> Environment:
+        plane = ControlPlane(name=name, workdir=root / "cluster", bin_dir=bin_dir)
+        kube = plane.start()
+        install_provider(root / "pulumi-home", bin_dir)
+        return cls(root=root, bin_dir=bin_dir, plane=plane, kube=kube)
+
+    def stop(self) -> None:
+        self.plane.stop()
+
+    def stack(self, name: str) -> PulumiStack:
+        """A stack of the e2e program against this cluster (created by `PulumiStack.create`)."""
+        return PulumiStack(
+            stack=name,
+            project_dir=self.root / "projects" / name,
+            backend_dir=self.root / "backend",
+            home=self.root / "pulumi-home",
+            bin_dir=self.bin_dir,
+            kubeconfig=self.plane.kubeconfig,
+            state_dir=self.root / "state" / name,
+        )
+
+    def shape_for(self, stack_file: Path) -> tuple[StackSettings, ClusterShape]:
+        """Validate the stack file, then give the cluster the nodes and namespaces it expects."""
+        settings, _ = settings_from_stack_file(stack_file)
+        shape = shape_of(settings)
+        shape.apply(self.kube)
+        return settings, shape
+
+    # --- reading the cluster back ------------------------------------------------------------
+
+    def pods(self, namespace: str, role: str) -> list[dict[str, Any]]:
+        labels = ",".join(f"{k}={v}" for k, v in selector_labels(role).items())  # type: ignore[arg-type]
+        return self.kube.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={labels}")
+
+    def dedicated_nodes(self, group: str | None = None) -> list[str]:
+        """Nodes of the stand-in node group (of one group, if named)."""
+        query = f"{NODE_GROUP_LABEL}={group}" if group else NODE_GROUP_LABEL
+        return sorted(
+            n["metadata"]["name"] for n in self.kube.items(f"/api/v1/nodes?labelSelector={query}")
+        )
+
+    def placement(self, namespace: str) -> dict[str, list[str]]:
+        """Node -> the kiam pods on it (`server:<ready>` / `agent:<ready>`), for people to read."""
+        where: dict[str, list[str]] = {
+            n["metadata"]["name"]: [] for n in self.kube.items("/api/v1/nodes")
+        }
+        for role in ("server", "agent"):
+            for pod in self.pods(namespace, role):
+                node = pod["spec"].get("nodeName") or "(pending)"
+                state = "Ready" if is_ready(pod) else (pod.get("status") or {}).get("phase", "?")
+                where.setdefault(node, []).append(f"{role} {pod['metadata']['name']} {state}")
+        return where
+
+
+def write_stack_file(path: Path, config: dict[str, Any], comment: str = "") -> Path:
+    """A stack file with this `config:` map."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump({"config": config}, sort_keys=False)
+    path.write_text((f"# {comment}\n" if comment else "") + text)
+    return path

@@ -1,0 +1,129 @@
+"""A small, fast client of the control plane's API (a watcher samples it every half second;
+`kubectl` would take longer than that per call), plus `kubectl` for everything a user would type."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ApiError(RuntimeError):
+    """The API server answered with an error status."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body[:500]}")
+        self.status = status
+
+
+@dataclass
+class Kube:
+    """The API of one cluster, from its kubeconfig (client certificates, as kwokctl writes them)."""
+
+    kubeconfig: Path
+    kubectl_binary: Path
+
+    def __post_init__(self) -> None:
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        context_name = config["current-context"]
+        context = next(c for c in config["contexts"] if c["name"] == context_name)["context"]
+        cluster = next(c for c in config["clusters"] if c["name"] == context["cluster"])["cluster"]
+        user = next(u for u in config["users"] if u["name"] == context["user"])["user"]
+        self.server = cluster["server"].rstrip("/")
+        self._ssl = ssl.create_default_context()
+        ca = _material(cluster, "certificate-authority")
+        if ca:
+            self._ssl.load_verify_locations(cadata=ca.decode())
+        elif cluster.get("insecure-skip-tls-verify"):
+            self._ssl.check_hostname = False
+            self._ssl.verify_mode = ssl.CERT_NONE
+        cert, key = _material(user, "client-certificate"), _material(user, "client-key")
+        if cert and key:
+            # ssl loads a client certificate from files only.
+            folder = Path(tempfile.mkdtemp(prefix="kiam-e2e-client-"))
+            (folder / "tls.crt").write_bytes(cert)
+            (folder / "tls.key").write_bytes(key)
+            self._ssl.load_cert_chain(folder / "tls.crt", folder / "tls.key")
+        self._token = user.get("token")
+
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        if self._token:
+            req.add_header("Authorization", f"Bearer {self._token}")
+        try:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=10) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as error:
+            raise ApiError(error.code, error.read().decode()) from None
+        return json.loads(text) if text else None
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def items(self, path: str) -> list[dict[str, Any]]:
+        return list(self.get(path).get("items") or [])
+
+    def get_or_none(self, path: str) -> Any:
+        try:
+            return self.get(path)
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def kubectl(
+        self, *args: str, check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`kubectl` as a user runs it against this cluster."""
+        done = subprocess.run(
+            [str(self.kubectl_binary), "--kubeconfig", str(self.kubeconfig), *args],
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=300,
+        )
+        if check and done.returncode != 0:
+            raise RuntimeError(
+                f"kubectl {' '.join(args)} failed ({done.returncode}): {done.stderr}"
+            )
+        return done
+
+    def apply(self, objects: list[dict[str, Any]]) -> None:
+        """Create or update objects as `kubectl apply` does (the way a running install was made)."""
+        self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+
+
+def _material(section: dict[str, Any], name: str) -> bytes | None:
+    if section.get(f"{name}-data"):
+        return base64.b64decode(section[f"{name}-data"])
+    if section.get(name):
+        return Path(section[name]).read_bytes()
+    return None
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    """The pod's Ready condition is True (and it is not being deleted)."""
+    if pod["metadata"].get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def selector(labels: dict[str, str]) -> str:
+    """A label selector query parameter."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

@@ -1,0 +1,201 @@
+"""The real Pulumi CLI on the e2e program: one project directory per stack, a local backend, the
+toolchain's engine, language host and Kubernetes provider, nothing fetched."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e.harness.toolchain import PROVIDER_VERSION_KEY, REPO, pinned
+
+PROGRAM_DIR = REPO / "e2e" / "program"
+PASSPHRASE = "kiam-e2e"  # only protects throwaway local state
+DEFAULT_TIMEOUT_SECONDS = 1800
+
+
+@dataclass(frozen=True)
+class Result:
+    """One CLI command: its exit code, output and wall time."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def __str__(self) -> str:
+        return f"pulumi {' '.join(self.args)} -> {self.returncode} in {self.seconds:.1f} s\n{self.output}"
+
+
+class PulumiCommandError(RuntimeError):
+    def __init__(self, result: Result) -> None:
+        super().__init__(str(result))
+        self.result = result
+
+
+def install_provider(home: Path, bin_dir: Path) -> None:
+    """Register the toolchain's Kubernetes provider once per PULUMI_HOME (no download)."""
+    version = pinned(PROVIDER_VERSION_KEY)
+    if (home / "plugins" / f"resource-kubernetes-v{version}").exists():
+        return
+    home.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [str(bin_dir / "pulumi"), "plugin", "install", "resource", "kubernetes", version,
+         "--file", str(bin_dir / "pulumi-resource-kubernetes")],
+        env=_base_env(home, bin_dir),
+        check=True,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+
+
+def _base_env(home: Path, bin_dir: Path) -> dict[str, str]:
+    # The 2023 language host ignores Pulumi.yaml's `virtualenv` option and runs the first
+    # `python3` on PATH: the e2e environment's interpreter must come first.
+    venv_bin = Path(sys.executable).parent
+    return {
+        **os.environ,
+        "PATH": os.pathsep.join([str(venv_bin), str(bin_dir), os.environ.get("PATH", "")]),
+        "PULUMI_HOME": str(home),
+        "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
+        "PULUMI_SKIP_CONFIRMATIONS": "true",
+        # `--event-log` is hidden behind this in v3.276; the tests read step times from it.
+        "PULUMI_DEBUG_COMMANDS": "true",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+@dataclass
+class PulumiStack:
+    """One stack of the e2e program, in `project_dir`, with state in `backend_dir`."""
+
+    stack: str
+    project_dir: Path
+    backend_dir: Path
+    home: Path
+    bin_dir: Path
+    kubeconfig: Path
+    state_dir: Path
+    program_dir: Path = PROGRAM_DIR
+    extra_env: dict[str, str] = field(default_factory=dict)
+    history: list[Result] = field(default_factory=list)
+
+    @property
+    def stack_file(self) -> Path:
+        return self.project_dir / f"Pulumi.{self.stack}.yaml"
+
+    def env(self) -> dict[str, str]:
+        return {
+            **_base_env(self.home, self.bin_dir),
+            "PULUMI_BACKEND_URL": f"file://{self.backend_dir}",
+            "KIAM_E2E_KUBECONFIG": str(self.kubeconfig),
+            "KIAM_E2E_STATE": str(self.state_dir),
+            **self.extra_env,
+        }
+
+    def run(
+        self, *args: str, check: bool = True, timeout: float = DEFAULT_TIMEOUT_SECONDS
+    ) -> Result:
+        started = time.monotonic()
+        done = subprocess.run(
+            [str(self.bin_dir / "pulumi"), *args, "--non-interactive", "--color", "never"],
+            cwd=self.project_dir,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        result = Result(
+            list(args), done.returncode, done.stdout, done.stderr, time.monotonic() - started
+        )
+        self.history.append(result)
+        if check and done.returncode != 0:
+            raise PulumiCommandError(result)
+        return result
+
+    def create(self, stack_file: Path) -> None:
+        """The project directory, the stack, and its settings from `stack_file`."""
+        self.project_dir.mkdir(parents=True, exist_ok=True)
+        self.backend_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.project_dir / "Pulumi.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "name": "kiam",
+                    "runtime": "python",
+                    "description": "kiam on the real engine, with stand-ins for AWS and pulumi-tls",
+                    # Relative: the CLI joins `main` to the project directory.
+                    "main": os.path.relpath(self.program_dir, self.project_dir),
+                },
+                sort_keys=False,
+            )
+        )
+        if self.run("stack", "select", self.stack, check=False).returncode != 0:
+            self.run("stack", "init", self.stack, "--secrets-provider", "passphrase")
+        self.use_settings(stack_file)
+
+    def use_settings(self, stack_file: Path) -> None:
+        """Replace the stack's settings by those of `stack_file`, keeping the stack's own salt."""
+        salt = self._stack_document().get("encryptionsalt")
+        document = yaml.safe_load(stack_file.read_text()) or {}
+        if salt:
+            document["encryptionsalt"] = salt
+        self.stack_file.write_text(yaml.safe_dump(document, sort_keys=False))
+
+    def _stack_document(self) -> dict[str, Any]:
+        if not self.stack_file.exists():
+            return {}
+        return yaml.safe_load(self.stack_file.read_text()) or {}
+
+    def preview(self, *extra: str, check: bool = True) -> Result:
+        return self.run("preview", "--stack", self.stack, *extra, check=check)
+
+    def up(self, *extra: str, check: bool = True, event_log: Path | None = None) -> Result:
+        log = ["--event-log", str(event_log)] if event_log else []
+        return self.run(
+            "up", "--stack", self.stack, "--yes", "--skip-preview", *log, *extra, check=check
+        )
+
+    def destroy(self, check: bool = True) -> Result:
+        return self.run("destroy", "--stack", self.stack, "--yes", "--skip-preview", check=check)
+
+    def outputs(self) -> dict[str, Any]:
+        text = self.run("stack", "output", "--stack", self.stack, "--json", "--show-secrets").stdout
+        return dict(json.loads(text))
+
+    def resources(self) -> list[dict[str, Any]]:
+        """The stack's resources as the engine recorded them (`pulumi stack export`)."""
+        text = self.run("stack", "export", "--stack", self.stack).stdout
+        return list(json.loads(text)["deployment"].get("resources") or [])
+
+    def remove(self) -> None:
+        """Forget the stack (after `destroy`) and its project directory."""
+        self.run("stack", "rm", self.stack, "--yes", "--force", check=False)
+        shutil.rmtree(self.project_dir, ignore_errors=True)
+
+
+def read_event_log(path: Path) -> list[dict[str, Any]]:
+    """The engine's JSON event stream, one event per line."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def type_and_name(urn: str) -> tuple[str, str]:
+    """The resource type and name a URN ends with (`urn:pulumi:STACK::PROJECT::PARENTS$TYPE::NAME`)."""
+    _, _, types, name = urn.split("::", 3)
+    return types.rsplit("$", 1)[-1], name

@@ -1,0 +1,30 @@
+"""The real-engine tests' entry point: the same settings, composition and Kubernetes provider as
+`__main__.py`, with the cloud side replaced by stand-ins (`e2e/standins`).
+
+The harness runs it with `KIAM_E2E_KUBECONFIG` (the control plane) and `KIAM_E2E_STATE` (where the
+stand-in CA keeps what it issued) in the environment.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+# The language host runs this file by path; the project's packages live two folders up.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import pulumi
+
+from components.cloud import CloudSide
+from e2e.standins.cloud import KwokCloud
+from program.kubernetes import kubernetes_provider
+from program.stack import build, export_outputs
+from settings import SettingsError, load_settings
+
+try:
+    settings = load_settings()
+except SettingsError as error:
+    raise pulumi.RunError(str(error)) from None
+
+provider = kubernetes_provider(settings, os.environ["KIAM_E2E_KUBECONFIG"])
+cloud: CloudSide = KwokCloud(settings, Path(os.environ["KIAM_E2E_STATE"]))
+export_outputs(build(settings, cloud, [provider]), settings)

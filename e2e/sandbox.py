@@ -1,0 +1,118 @@
+"""`make sandbox`: a local control plane shaped by a stack file, with the stack's real `pulumi
+preview` and `pulumi up` run on it, left running so you can look around with kubectl.
+
+    python -m e2e.sandbox up --stack dev              # or --config-file path/to/Pulumi.x.yaml
+    python -m e2e.sandbox down
+
+Running `up` again applies the (changed) stack file to the running sandbox: that is how a change
+is rehearsed before it touches a real cluster. Exit codes as the offline plan's: 2 for invalid
+settings (nothing is started), 1 for any failed step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from e2e.harness import toolchain
+from e2e.harness.cluster import ControlPlane
+from e2e.harness.environment import Environment
+from e2e.harness.kube import Kube
+from e2e.harness.pulumi import PulumiCommandError, install_provider
+from settings import SettingsError
+from settings.loader import settings_from_stack_file, stack_file_for, stack_name_of
+
+CLUSTER_NAME = "kiam-sandbox"
+
+
+def sandbox_root() -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "kiam-eks" / "sandbox"
+
+
+def up(stack_file: Path) -> int:
+    try:
+        settings, _ = settings_from_stack_file(stack_file)
+    except SettingsError as error:
+        print(error, file=sys.stderr)
+        return 2
+    root = sandbox_root()
+    marker = root / "sandbox.json"
+    stack_name = stack_name_of(stack_file)
+    if marker.exists():
+        running = json.loads(marker.read_text())["stack"]
+        if running != stack_name:
+            print(
+                f"the sandbox runs stack {running!r}; `make sandbox STACK={running}` changes it, "
+                "`make sandbox-down` removes it",
+                file=sys.stderr,
+            )
+            return 1
+    bin_dir = toolchain.bin_dir()
+    plane = ControlPlane(name=CLUSTER_NAME, workdir=root / "cluster", bin_dir=bin_dir)
+    if plane.is_running():
+        env = Environment(root, bin_dir, plane, Kube(plane.kubeconfig, bin_dir / "kubectl"))
+        install_provider(root / "pulumi-home", bin_dir)
+        print(f"sandbox: using the running control plane ({plane.kubeconfig})")
+    else:
+        print(
+            "sandbox: starting a control plane (kube-apiserver, controller-manager, scheduler, etcd, kwok)"
+        )
+        env = Environment.start(root, bin_dir, CLUSTER_NAME)
+    root.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"stack": stack_name}))
+    env.shape_for(stack_file)
+    stack = env.stack(stack_name)
+    try:
+        stack.create(stack_file)
+        print(stack.preview("--diff").output)
+        print(stack.up().output)
+    except PulumiCommandError as failure:
+        print(failure.result.output, file=sys.stderr)
+        return 1
+    namespace = settings.namespace.name
+    print(f"\nWhere kiam runs (namespace {namespace}):")
+    for node, pods in sorted(env.placement(namespace).items()):
+        print(f"  {node}: {', '.join(pods) or '-'}")
+    print(f"\nThe sandbox is running. Look around with:\n  export KUBECONFIG={plane.kubeconfig}")
+    print(f"KUBECONFIG={plane.kubeconfig}")
+    return 0
+
+
+def down() -> int:
+    root = sandbox_root()
+    if not root.exists():
+        print("sandbox: nothing to remove")
+        return 0
+    try:
+        bin_dir = toolchain.bin_dir()
+        ControlPlane(name=CLUSTER_NAME, workdir=root / "cluster", bin_dir=bin_dir).stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("sandbox: removed")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m e2e.sandbox", description=__doc__.split("\n\n")[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    start = commands.add_parser("up", help="create or update the sandbox for a stack")
+    which = start.add_mutually_exclusive_group(required=True)
+    which.add_argument("--stack", help="a stack in stacks/ (e.g. dev)")
+    which.add_argument("--config-file", type=Path, help="any stack file")
+    commands.add_parser("down", help="stop the sandbox and remove its state")
+    args = parser.parse_args(argv)
+    if args.command == "down":
+        return down()
+    stack_file = args.config_file or toolchain.REPO / stack_file_for(args.stack)
+    return up(Path(stack_file))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""Fixtures of the real-engine suite: the toolchain, one control plane per test module (stopped at
+its end), and stacks of the e2e program built from the example stack files."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.harness import toolchain
+from e2e.harness.environment import Environment, write_stack_file
+from e2e.harness.pulumi import PulumiStack, type_and_name
+from e2e.harness.shape import ClusterShape
+
+STACKS_DIR = toolchain.REPO / "stacks"
+EXAMPLE_STACKS = sorted(
+    p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml")
+)
+_clusters = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def bin_dir() -> Path:
+    return toolchain.bin_dir()
+
+
+@pytest.fixture(scope="session")
+def session_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("kiam-e2e")
+    yield root
+    # `make e2e` leaves nothing running: no process of any control plane of this session remains.
+    left = subprocess.run(["pgrep", "-af", str(root)], capture_output=True, text=True).stdout
+    assert not left.strip(), f"processes left running:\n{left}"
+
+
+@contextmanager
+def fresh_environment(session_root: Path, bin_dir: Path, label: str) -> Iterator[Environment]:
+    """A control plane of its own, stopped (and its processes gone) when the block ends."""
+    index = next(_clusters)
+    environment = Environment.start(
+        session_root / f"{index}-{label}", bin_dir, name=f"e2e-{os.getpid()}-{index}"
+    )
+    try:
+        yield environment
+    finally:
+        environment.stop()
+
+
+@pytest.fixture(scope="module")
+def env(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) -> Iterator[Environment]:
+    """A fresh control plane for one test module."""
+    with fresh_environment(session_root, bin_dir, request.module.__name__.rsplit(".", 1)[-1]) as e:
+        yield e
+
+
+def example_config(stack: str) -> dict[str, Any]:
+    config: dict[str, Any] = yaml.safe_load((STACKS_DIR / f"Pulumi.{stack}.yaml").read_text())[
+        "config"
+    ]
+    return copy.deepcopy(config)
+
+
+def with_changes(config: dict[str, Any], **sections: dict[str, Any]) -> dict[str, Any]:
+    """`config` with keys of whole sections (`nodeGroup={...}`) merged over it."""
+    changed = copy.deepcopy(config)
+    for section, values in sections.items():
+        changed[f"kiam:{section}"] = {**changed.get(f"kiam:{section}", {}), **values}
+    return changed
+
+
+def deploy(env: Environment, name: str, config: dict[str, Any]) -> tuple[PulumiStack, ClusterShape]:
+    """Shape the cluster for this config, and create its stack (nothing is deployed yet)."""
+    stack_file = write_stack_file(env.root / "stack-files" / f"Pulumi.{name}.yaml", config)
+    _, shape = env.shape_for(stack_file)
+    stack = env.stack(name)
+    stack.create(stack_file)
+    return stack, shape
+
+
+def set_settings(env: Environment, stack: PulumiStack, config: dict[str, Any]) -> None:
+    """Change the stack's settings as a user edits the stack file."""
+    stack_file = write_stack_file(env.root / "stack-files" / f"Pulumi.{stack.stack}.yaml", config)
+    stack.use_settings(stack_file)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite e2e/golden/ from this run's previews instead of comparing with them",
+    )
+
+
+def changes(preview_json: str) -> dict[tuple[str, str], str]:
+    """(type, name) -> operation of every step that changes something, from `preview --json`."""
+    return {
+        type_and_name(s["urn"]): s["op"]
+        for s in json.loads(preview_json).get("steps") or []
+        if s["op"] not in ("same", "read")
+    }

@@ -1,0 +1,70 @@
+"""Scenario 8, bad input through the real CLI: an invalid setting stops `pulumi preview` and `up`
+with the message the offline plan prints, no traceback, and nothing created; settings set with
+`pulumi config set --path` are read as the stack file's would be."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from e2e.harness.environment import Environment, write_stack_file
+from e2e.harness.pulumi import PulumiStack
+from e2e.tests.conftest import deploy, example_config, with_changes
+from settings import SettingsError
+from settings.loader import settings_from_values, stack_file_for
+
+STACK = "bad"
+
+
+def expected_message(config: dict[str, object]) -> str:
+    """What the plan prints for these settings: the loader's one message."""
+    values = {k.removeprefix("kiam:"): v for k, v in config.items()}
+    with pytest.raises(SettingsError) as error:
+        settings_from_values(values, stack_file_for(STACK))
+    return str(error.value)
+
+
+@pytest.fixture(scope="module")
+def bad(env: Environment) -> Iterator[tuple[PulumiStack, dict[str, object]]]:
+    config = with_changes(example_config("dev"), server={"replicas": 1})
+    # Not `deploy`: that validates the file to shape the cluster; here only the CLI sees it.
+    stack = env.stack(STACK)
+    stack.create(write_stack_file(env.root / "stack-files" / f"Pulumi.{STACK}.yaml", config))
+    yield stack, config
+    stack.remove()
+
+
+@pytest.mark.parametrize("command", ["preview", "up"])
+def test_an_invalid_setting_stops_the_cli_with_the_plans_message(
+    bad: tuple[PulumiStack, dict[str, object]], command: str
+) -> None:
+    stack, config = bad
+    result = stack.preview(check=False) if command == "preview" else stack.up(check=False)
+    assert result.returncode != 0
+    message = expected_message(config)
+    assert "kiam:server.replicas" in message
+    for line in message.splitlines():
+        assert line in result.output
+    assert "Traceback" not in result.output
+    # Nothing was created: the stack holds no resource at all.
+    assert stack.resources() == []
+
+
+def test_settings_set_with_the_cli_are_read(env: Environment) -> None:
+    stack, _ = deploy(env, "cli", example_config("dev"))
+    for path, value in [
+        ("kiam:nodeGroup.minSize", "3"),
+        ("kiam:nodeGroup.desiredSize", "3"),
+        ("kiam:nodeGroup.maxSize", "4"),
+        ("kiam:server.replicas", "3"),
+    ]:
+        stack.run("config", "set", "--stack", "cli", "--path", path, value)
+    try:
+        stack.up()
+        deployment = env.kube.get("/apis/apps/v1/namespaces/kiam/deployments/kiam-server")
+        assert deployment["spec"]["replicas"] == 3
+        assert deployment["status"]["readyReplicas"] == 3
+        assert len(env.dedicated_nodes()) == 3
+    finally:
+        stack.destroy()

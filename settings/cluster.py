@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field
 
 from settings.base import Model, matching
+
+# The AWS partitions, the regions each holds and its DNS suffix, as botocore's partitions.json
+# describes them (`regionRegex`, `dnsSuffix`), most specific first: `us-gov-west-1` would also
+# fit `aws`'s pattern.
+PARTITIONS = (
+    ("aws-us-gov", r"us-gov-[a-z]+-\d+", "amazonaws.com"),
+    ("aws-iso", r"us-iso-[a-z]+-\d+", "c2s.ic.gov"),
+    ("aws-iso-b", r"us-isob-[a-z]+-\d+", "sc2s.sgov.gov"),
+    ("aws-iso-e", r"eu-isoe-[a-z]+-\d+", "cloud.adc-e.uk"),
+    ("aws-iso-f", r"us-isof-[a-z]+-\d+", "csp.hci.ic.gov"),
+    ("aws-cn", r"cn-[a-z]+-\d+", "amazonaws.com.cn"),
+    ("aws-eusc", r"eusc-de-[a-z]+-\d+", "amazonaws.eu"),
+    ("aws", r"(us|eu|ap|sa|ca|me|af|il|mx)-[a-z]+-\d+", "amazonaws.com"),
+)
 
 
 class ClusterSettings(Model):
@@ -43,11 +58,12 @@ class ClusterSettings(Model):
         """The AWS partition the region belongs to, for ARNs."""
         return partition_of(self.region)
 
+    @property
+    def dns_suffix(self) -> str:
+        """The DNS suffix of the region's partition (`amazonaws.com`, `amazonaws.com.cn`...)."""
+        return next((d for p, _, d in PARTITIONS if p == self.partition), "amazonaws.com")
+
 
 def partition_of(region: str) -> str:
-    """The AWS partition of a region: `aws-cn`, `aws-us-gov` or `aws`."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
+    """The AWS partition of a region (`aws`, `aws-cn`, `aws-us-gov`...); `aws` when unknown."""
+    return next((p for p, regex, _ in PARTITIONS if re.fullmatch(regex, region)), "aws")

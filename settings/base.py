@@ -86,7 +86,8 @@ _IMAGE = re.compile(
     r"(:(?P<tag>\w[\w.-]{0,127}))?(@(?P<digest>sha256:[0-9a-f]{64}))?",
     re.ASCII,
 )
-_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?")
+# A label name or value: 63 at most, alphanumeric at both ends (k8s.io/apimachinery validation).
+LABEL_NAME = r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?"
 
 
 def _check_image(value: str) -> str:
@@ -105,7 +106,7 @@ def _check_image(value: str) -> str:
         raise ValueError(f"image {value!r} uses :latest: pin a version such as :v4.2 or a digest")
     # Without a digest the tag, cut to 63 characters, is the pods' app.kubernetes.io/version label
     # (components/labels.py), which must start and end with a letter or digit.
-    if not _LABEL_VALUE.fullmatch(tag[:63]):
+    if not re.fullmatch(LABEL_NAME, tag[:63]):
         raise ValueError(
             f"image {value!r} has a tag that cannot be the app.kubernetes.io/version label: it "
             "must start with a letter or digit and, cut to 63 characters, end with one"
@@ -152,18 +153,17 @@ DnsName = Annotated[
 ]
 """A DNS domain: labels of at most 63 characters (RFC 1035), 253 in all."""
 
-_LABEL_NAME = r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?"
 LabelKey = Annotated[
     str,
     matching(
-        rf"((?=[^/]{{1,253}}/){_DNS_1123_LABEL}(\.{_DNS_1123_LABEL})*/)?{_LABEL_NAME}",
+        rf"((?=[^/]{{1,253}}/){_DNS_1123_LABEL}(\.{_DNS_1123_LABEL})*/)?{LABEL_NAME}",
         "a Kubernetes label key such as role or example.com/role",
     ),
 ]
 """A Kubernetes label or taint key, optionally prefixed (`example.com/role`)."""
 
 LabelValue = Annotated[
-    str, matching(rf"({_LABEL_NAME})?", "a Kubernetes label value (63 characters at most)")
+    str, matching(rf"({LABEL_NAME})?", "a Kubernetes label value (63 characters at most)")
 ]
 """A Kubernetes label or taint value (63 characters at most, may be empty)."""
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from settings.base import LabelKey, Model, matching
+from settings.base import LABEL_NAME, LabelKey, Model, matching
 
 # EC2 resource ids carry 8 hex digits (older ids) or 17 (EC2 User Guide, "Resource IDs").
 SubnetId = Annotated[
@@ -51,10 +51,7 @@ NodeLabelKey = Annotated[LabelKey, AfterValidator(_check_node_label_key)]
 
 NodeLabelValue = Annotated[
     str,
-    matching(
-        r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?",
-        "a node label value of 1 to 63 characters (EKS refuses empty ones)",
-    ),
+    matching(LABEL_NAME, "a node label value of 1 to 63 characters (EKS refuses empty ones)"),
 ]
 """A label value EKS accepts on a managed node group: unlike Kubernetes, not empty."""
 

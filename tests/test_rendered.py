@@ -227,7 +227,7 @@ def test_one_irsa_statement_does_not_excuse_another_for_the_same_provider() -> N
     ] * 2
 
 
-def test_irsa_findings_are_kept_in_identity_policies_and_without_a_cluster() -> None:
+def test_irsa_findings_are_kept_without_a_cluster_to_compare_with() -> None:
     assert [f.message for f in iam_findings({"r.json": irsa_role()})] == [
         f"UNKNOWN_FEDERATION_SOURCE: {PROVIDER} (not this cluster's IRSA trust: no cluster to "
         "compare it with)"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from settings.base import (
-    DnsSubdomain,
     Duration,
     ExtraArg,
     Image,
@@ -15,10 +15,11 @@ from settings.base import (
     LabelValue,
     LogLevel,
     Model,
+    duration_seconds,
     matching,
 )
 from settings.server import KIAM_IMAGE
-from settings.workload import ResourceSettings, reject_managed_flags
+from settings.workload import PriorityClassName, ResourceSettings, reject_flags
 
 AGENT_MANAGED_FLAGS = frozenset(
     {
@@ -29,6 +30,55 @@ AGENT_MANAGED_FLAGS = frozenset(
         "--grpc-keepalive-timeout-duration", "--grpc-keepalive-permit-without-stream",
     }
 )  # fmt: skip
+# Every flag of kiam v4.2's agent (cmd/kiam/agent.go and opts.go at tag v4.2); kingpin exits on
+# any other. Boolean ones also take a --no- form.
+AGENT_FLAGS = AGENT_MANAGED_FLAGS | {
+    "--prometheus-sync-interval", "--pprof-listen-addr", "--server-address-refresh",
+    "--allow-ip-query",
+}  # fmt: skip
+AGENT_BOOLEAN_FLAGS = frozenset(
+    {"--json-log", "--grpc-keepalive-permit-without-stream", "--allow-ip-query", "--iptables",
+     "--iptables-remove"}
+)  # fmt: skip
+AGENT_REFUSED_FLAGS = {
+    "--allow-ip-query": "lets any pod ask for another pod's credentials with ?ip= (kiam: "
+    '"Development use only")',
+}
+
+# gRPC clients never ping more often than every 10s: grpc-go raises a lower keepalive time to 10s
+# (google.golang.org/grpc/keepalive, ClientParameters.Time).
+MIN_KEEPALIVE_TIME_SECONDS = 10
+# kiam's agent gives every metadata request 5s (pkg/aws/metadata/handlers.go, handlerMaxDuration).
+# A call stuck on a silently dead server ends after the keepalive timeout (grpc-go sets it as the
+# connection's TCP_USER_TIMEOUT); only below 5s is it retried on another server in time.
+AGENT_REQUEST_SECONDS = 5
+
+# Ports every EKS node already has in use, which the host-networked agent could not bind: the
+# kubelet's API and health ports, kube-proxy's metrics and health ports, and the NodePort range
+# (Kubernetes docs "Ports and Protocols"; kubelet --healthz-port, kube-proxy --metrics-bind-address).
+NODE_PORTS = {
+    10248: "the kubelet's health port",
+    10249: "kube-proxy's metrics port",
+    10250: "the kubelet's API port",
+    10256: "kube-proxy's health port",
+}
+NODE_PORT_RANGE = range(30000, 32768)
+
+# RE2, the syntax of Go's regexp package, has no lookaround, backreferences or atomic groups.
+_NOT_RE2 = re.compile(r"\(\?(=|!|<=|<!|>|P=)|\\[1-9]")
+
+
+def _check_go_regexp(value: str) -> str:
+    if _NOT_RE2.search(value):
+        raise ValueError(
+            f"{value!r} uses lookaround, backreferences or atomic groups, which Go's regexp "
+            "(kiam's) does not have"
+        )
+    try:
+        re.compile(value.replace("\\z", "\\Z"))
+    except re.error as error:
+        raise ValueError(f"{value!r} is not a regular expression: {error}") from None
+    return value
 
 
 class TolerationSettings(Model):
@@ -72,23 +122,39 @@ class AgentSettings(Model):
         description="Pod-facing host interfaces to intercept (`eni+` for the EKS VPC CNI, "
         "`cali+` for Calico; `!` inverts, `+` is a wildcard).",
     )
-    port: int = Field(default=8181, ge=1024, le=65535, description="Agent port on each node.")
+    port: int = Field(
+        default=8181,
+        ge=1024,
+        le=65535,
+        description="Agent port on each node (host network): not one the kubelet or kube-proxy "
+        "holds (10248-10250, 10256) nor a NodePort (30000-32767).",
+    )
     metrics_port: int = Field(
-        default=9620, ge=1024, le=65535, description="Agent Prometheus port on each node."
+        default=9620,
+        ge=1024,
+        le=65535,
+        description="Agent Prometheus port on each node; the same ports are taken as for `port`.",
     )
     remove_iptables_rule_on_exit: bool = Field(
         default=False,
         description="Remove the metadata DNAT rule when the agent stops. Off by default: while "
         "an agent restarts, pods then fail closed instead of reaching the node's own role.",
     )
-    allowed_metadata_routes: str = Field(
+    allowed_metadata_routes: Annotated[str, AfterValidator(_check_go_regexp)] = Field(
         default="^$",
-        description="Regexp of extra metadata paths pods may read through the agent (`--allow-route-regexp`).",
+        description="Go regexp of extra metadata paths pods may read through the agent "
+        "(`--allow-route-regexp`); kiam exits at start on one that does not compile.",
     )
     keepalive_time: Duration = Field(
-        default="10s", description="gRPC keepalive ping interval: detects dead servers."
+        default="10s",
+        description="gRPC keepalive ping interval: detects dead servers. At least 10s (gRPC's "
+        "minimum).",
     )
-    keepalive_timeout: Duration = Field(default="2s", description="gRPC keepalive ping timeout.")
+    keepalive_timeout: Duration = Field(
+        default="2s",
+        description="gRPC keepalive ping timeout; below 5s, the time kiam gives each credential "
+        "request, so calls stuck on a dead server move to another in time.",
+    )
     gateway_timeout_creation: Duration = Field(
         default="1s", description="How long the agent waits for a server connection at start-up."
     )
@@ -102,14 +168,44 @@ class AgentSettings(Model):
         description="Requests and memory limit.",
     )
     log_level: LogLevel = Field(default="info", description="Log level.")
-    priority_class_name: DnsSubdomain = Field(
-        default="system-node-critical", description="Pod priority class."
+    priority_class_name: PriorityClassName = Field(
+        default="system-node-critical",
+        description="Pod priority class; of the `system-` names only the two built-in ones exist.",
     )
-    extra_args: list[ExtraArg] = Field(default=[], description="Extra agent flags.")
+    extra_args: list[ExtraArg] = Field(
+        default=[],
+        description="Extra agent flags: only flags kiam v4.2's agent has, none the program "
+        "sets, and not --allow-ip-query.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> AgentSettings:
         if self.port == self.metrics_port:
             raise ValueError(f"port and metricsPort are both {self.port}")
-        reject_managed_flags(self.extra_args, AGENT_MANAGED_FLAGS)
+        for key, port in (("port", self.port), ("metricsPort", self.metrics_port)):
+            taken = NODE_PORTS.get(port) or ("a NodePort" if port in NODE_PORT_RANGE else None)
+            if taken:
+                raise ValueError(
+                    f"{key} {port} is {taken} on every node: the host-networked agent could not "
+                    "listen on it"
+                )
+        if duration_seconds(self.keepalive_time) < MIN_KEEPALIVE_TIME_SECONDS:
+            raise ValueError(
+                f"keepaliveTime {self.keepalive_time} is below 10s: gRPC raises it to 10s, so it "
+                "would not take effect"
+            )
+        if duration_seconds(self.keepalive_timeout) >= AGENT_REQUEST_SECONDS:
+            raise ValueError(
+                f"keepaliveTimeout {self.keepalive_timeout} must be below 5s: kiam gives each "
+                "credential request 5s, and a call stuck on a dead server must move to another "
+                "before that"
+            )
+        reject_flags(
+            self.extra_args,
+            command="agent",
+            known=AGENT_FLAGS,
+            boolean=AGENT_BOOLEAN_FLAGS,
+            managed=AGENT_MANAGED_FLAGS,
+            refused=AGENT_REFUSED_FLAGS,
+        )
         return self

@@ -76,47 +76,94 @@ MemoryQuantity = Annotated[
 ]
 
 
+# The image reference grammar of the distribution project (reference/reference.go's grammar
+# comment): an optional registry host[:port], lower-case path components joined by `.`, `_`, `__`
+# or dashes, an optional tag of at most 128 word characters, dots and dashes, an optional digest.
+_HOST_PART = r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+_PATH_PART = r"[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(
+    rf"(({_HOST_PART}(\.{_HOST_PART})*(:\d+)?)/)?{_PATH_PART}(/{_PATH_PART})*"
+    r"(:(?P<tag>\w[\w.-]{0,127}))?(@(?P<digest>sha256:[0-9a-f]{64}))?",
+    re.ASCII,
+)
+# A label name or value: 63 at most, alphanumeric at both ends (k8s.io/apimachinery validation).
+LABEL_NAME = r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?"
+
+
 def _check_image(value: str) -> str:
-    if "@sha256:" in value:
+    match = _IMAGE.fullmatch(value)
+    if match is None:
+        raise ValueError(
+            f"{value!r} is not a container image reference such as quay.io/uswitch/kiam:v4.2 "
+            "(a digest is @sha256: and 64 hex digits)"
+        )
+    tag, digest = match.group("tag"), match.group("digest")
+    if digest is not None:
         return value
-    last = value.rsplit("/", 1)[-1]
-    if ":" not in last:
+    if tag is None:
         raise ValueError(f"image {value!r} has no tag: pin a version such as :v4.2 or a digest")
-    if last.endswith(":latest"):
+    if tag == "latest":
         raise ValueError(f"image {value!r} uses :latest: pin a version such as :v4.2 or a digest")
+    # Without a digest the tag, cut to 63 characters, is the pods' app.kubernetes.io/version label
+    # (components/labels.py), which must start and end with a letter or digit.
+    if not re.fullmatch(LABEL_NAME, tag[:63]):
+        raise ValueError(
+            f"image {value!r} has a tag that cannot be the app.kubernetes.io/version label: it "
+            "must start with a letter or digit and, cut to 63 characters, end with one"
+        )
     return value
 
 
-Image = Annotated[
-    str,
-    matching(r"[a-z0-9]([a-z0-9._\-/:@]*[a-z0-9])?", "a container image reference"),
-    AfterValidator(_check_image),
-]
+Image = Annotated[str, AfterValidator(_check_image)]
 """A container image pinned by tag (not `latest`) or by digest."""
+
+# Kubernetes' name syntax (k8s.io/apimachinery/pkg/util/validation): a DNS-1123 label is at most
+# 63 of a-z, 0-9 and `-`, starting and ending alphanumeric; a subdomain is such labels joined by
+# dots, at most 253 characters; a DNS-1035 label must also start with a letter.
+_DNS_1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_1123_SUBDOMAIN = rf"(?=.{{1,253}}$){_DNS_1123_LABEL}(\.{_DNS_1123_LABEL})*"
 
 DnsLabel = Annotated[
     str,
     matching(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS-1123 label (a-z, 0-9, -; 63 at most)"),
 ]
-"""A Kubernetes object name that must be a DNS-1123 label (namespaces, Services)."""
+"""A Kubernetes object name that must be a DNS-1123 label (namespaces)."""
+
+Dns1035Label = Annotated[
+    str,
+    matching(
+        r"[a-z]([a-z0-9-]{0,61}[a-z0-9])?",
+        "a DNS-1035 label (a-z, 0-9, -; starting with a letter; 63 at most)",
+    ),
+]
+"""A Kubernetes object name that must be a DNS-1035 label (Services)."""
 
 DnsSubdomain = Annotated[
-    str, matching(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?", "a DNS-1123 subdomain (a-z, 0-9, ., -)")
+    str,
+    matching(_DNS_1123_SUBDOMAIN, "a DNS-1123 subdomain (dot-separated a-z, 0-9, -; 253 at most)"),
 ]
 """A Kubernetes object name that must be a DNS-1123 subdomain (priority classes)."""
 
-_LABEL_NAME = r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?"
+DnsName = Annotated[
+    str,
+    matching(
+        r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*",
+        "a DNS domain such as cluster.local (dot-separated labels of at most 63 a-z, 0-9, -)",
+    ),
+]
+"""A DNS domain: labels of at most 63 characters (RFC 1035), 253 in all."""
+
 LabelKey = Annotated[
     str,
     matching(
-        rf"([a-z0-9]([a-z0-9.-]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}",
+        rf"((?=[^/]{{1,253}}/){_DNS_1123_LABEL}(\.{_DNS_1123_LABEL})*/)?{LABEL_NAME}",
         "a Kubernetes label key such as role or example.com/role",
     ),
 ]
 """A Kubernetes label or taint key, optionally prefixed (`example.com/role`)."""
 
 LabelValue = Annotated[
-    str, matching(rf"({_LABEL_NAME})?", "a Kubernetes label value (63 characters at most)")
+    str, matching(rf"({LABEL_NAME})?", "a Kubernetes label value (63 characters at most)")
 ]
 """A Kubernetes label or taint value (63 characters at most, may be empty)."""
 

@@ -2,34 +2,78 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from settings.base import Model, matching
+from settings.base import DnsName, Model, matching
+
+# The AWS partitions, the regions each holds and its DNS suffix, as botocore's partitions.json
+# describes them (`regionRegex`, `dnsSuffix`), most specific first: `us-gov-west-1` would also
+# fit `aws`'s pattern.
+PARTITIONS = (
+    ("aws-us-gov", r"us-gov-[a-z]+-\d+", "amazonaws.com"),
+    ("aws-iso", r"us-iso-[a-z]+-\d+", "c2s.ic.gov"),
+    ("aws-iso-b", r"us-isob-[a-z]+-\d+", "sc2s.sgov.gov"),
+    ("aws-iso-e", r"eu-isoe-[a-z]+-\d+", "cloud.adc-e.uk"),
+    ("aws-iso-f", r"us-isof-[a-z]+-\d+", "csp.hci.ic.gov"),
+    ("aws-cn", r"cn-[a-z]+-\d+", "amazonaws.com.cn"),
+    ("aws-eusc", r"eusc-de-[a-z]+-\d+", "amazonaws.eu"),
+    ("aws", r"(us|eu|ap|sa|ca|me|af|il|mx)-[a-z]+-\d+", "amazonaws.com"),
+)
+_REGION = "|".join(f"({regex})" for _, regex, _ in PARTITIONS)
+# The launch template's name prefix is `<cluster name>-kiam-server-` (components/node_group.py),
+# and the AWS provider allows a name prefix of at most 99 characters (terraform-provider-aws,
+# verify.ValidLaunchTemplateName): 13 of them are the suffix.
+MAX_CLUSTER_NAME = 99 - len("-kiam-server-")
+# kubernetes-validate (tools/validate.py) ships the API schemas up to this minor version; a plan
+# for a later one could not validate its manifests.
+NEWEST_KUBERNETES_MINOR = 37
+
+
+def _check_known_version(version: str) -> str:
+    if int(version.split(".")[1]) > NEWEST_KUBERNETES_MINOR:
+        raise ValueError(
+            f"{version} is newer than 1.{NEWEST_KUBERNETES_MINOR}, the newest Kubernetes whose API "
+            "schemas the plan can validate manifests against"
+        )
+    return version
 
 
 class ClusterSettings(Model):
     """`kiam:cluster`: the EKS cluster this stack installs kiam into."""
 
-    name: Annotated[str, matching(r"[0-9A-Za-z][A-Za-z0-9\-_]{0,99}", "an EKS cluster name")] = (
-        Field(description="Name of the existing EKS cluster (looked up, never created).")
+    name: Annotated[
+        str,
+        matching(
+            rf"[0-9A-Za-z][A-Za-z0-9\-_]{{0,{MAX_CLUSTER_NAME - 1}}}",
+            f"an EKS cluster name of at most {MAX_CLUSTER_NAME} characters (the launch template's "
+            "name prefix `<name>-kiam-server-` may have 99)",
+        ),
+    ] = Field(
+        description="Name of the existing EKS cluster (looked up, never created); at most "
+        f"{MAX_CLUSTER_NAME} characters, as it also prefixes the launch template's name."
     )
     account_id: Annotated[str, matching(r"\d{12}", "a 12-digit AWS account id")] = Field(
         description="AWS account id of the cluster; the AWS provider refuses any other account."
     )
-    region: Annotated[
-        str, matching(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d", "an AWS region such as eu-west-1")
-    ] = Field(description="AWS region of the cluster; also kiam's regional STS endpoint.")
+    region: Annotated[str, matching(_REGION, "an AWS region such as eu-west-1")] = Field(
+        description="AWS region of the cluster; also kiam's regional STS endpoint. Its partition "
+        "(`aws`, `aws-cn`, `aws-us-gov`...) is the one of every ARN the program writes."
+    )
     kubernetes_version: Annotated[
-        str, matching(r"1\.(2[5-9]|3[0-9])", "a Kubernetes minor version from 1.25, such as 1.33")
+        str,
+        matching(r"1\.(2[5-9]|3[0-9])", "a Kubernetes minor version from 1.25, such as 1.33"),
+        AfterValidator(_check_known_version),
     ] = Field(
         description="The cluster's Kubernetes minor version: the server node group runs it and "
         "rendered manifests are validated against its API schemas."
     )
-    cluster_domain: Annotated[
-        str, matching(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", "a DNS domain such as cluster.local")
-    ] = Field(default="cluster.local", description="The cluster's DNS domain.")
+    cluster_domain: DnsName = Field(
+        default="cluster.local",
+        description="The cluster's DNS domain; the end of the server's name agents dial.",
+    )
     kubernetes_auth: Literal["exec", "token"] = Field(
         default="exec",
         description="How Pulumi authenticates to the cluster when no `kiam:kubeconfig` is set: "
@@ -43,11 +87,12 @@ class ClusterSettings(Model):
         """The AWS partition the region belongs to, for ARNs."""
         return partition_of(self.region)
 
+    @property
+    def dns_suffix(self) -> str:
+        """The DNS suffix of the region's partition (`amazonaws.com`, `amazonaws.com.cn`...)."""
+        return next((d for p, _, d in PARTITIONS if p == self.partition), "amazonaws.com")
+
 
 def partition_of(region: str) -> str:
-    """The AWS partition of a region: `aws-cn`, `aws-us-gov` or `aws`."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
+    """The AWS partition of a region (`aws`, `aws-cn`, `aws-us-gov`...); `aws` when unknown."""
+    return next((p for p, regex, _ in PARTITIONS if re.fullmatch(regex, region)), "aws")

@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from settings.base import Model, matching
 
-RolePath = Annotated[str, matching(r"/([A-Za-z0-9+=,.@_-]+/)*", "an IAM path such as /kiam-apps/")]
+# IAM allows any printable ASCII in a path (CreateRole's pathType); these are the characters of
+# names, so that a path never carries `*` or `?` into the ARN patterns the server may assume.
+MAX_PATH = 512  # pathType's length limit
+
+
+def _check_path_length(path: str) -> str:
+    if len(path) > MAX_PATH:
+        raise ValueError(f"the path is {len(path)} characters: IAM allows {MAX_PATH}")
+    return path
+
+
+RolePath = Annotated[
+    str,
+    matching(r"/([A-Za-z0-9+=,.@_-]+/)*", "an IAM path such as /kiam-apps/"),
+    AfterValidator(_check_path_length),
+]
 RoleNamePrefix = Annotated[
     str, matching(r"[A-Za-z0-9+=,.@_-]{0,32}", "an IAM role name prefix (32 characters at most)")
 ]
@@ -37,6 +52,13 @@ class IamSettings(Model):
     )
     kiam_role_path: RolePath = Field(
         default="/kiam/", description="IAM path of kiam's own roles (node role, server role)."
+    )
+    managed_policies_per_role: int = Field(
+        default=10,
+        ge=10,
+        le=20,
+        description='The account\'s IAM quota "Managed policies per role": 10 unless raised in '
+        "Service Quotas (up to 20). No application may attach more.",
     )
 
     @model_validator(mode="after")

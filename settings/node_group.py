@@ -5,17 +5,55 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
-from settings.base import LabelKey, LabelValue, Model, matching
+from settings.base import LABEL_NAME, LabelKey, Model, matching
 
-SubnetId = Annotated[str, matching(r"subnet-[0-9a-f]{8,17}", "a subnet id such as subnet-0abc1234")]
+# EC2 resource ids carry 8 hex digits (older ids) or 17 (EC2 User Guide, "Resource IDs").
+SubnetId = Annotated[
+    str,
+    matching(r"subnet-([0-9a-f]{8}|[0-9a-f]{17})", "a subnet id such as subnet-0abc1234"),
+]
+# A region (settings/cluster.py) and one letter; that it is the cluster's region is checked once
+# both are known (settings/stack.py).
 Zone = Annotated[
-    str, matching(r"[a-z]{2}(-gov)?-[a-z]+-\d[a-z]", "an availability zone such as eu-west-1a")
+    str, matching(r"[a-z]+(-[a-z]+)+-\d+[a-z]", "an availability zone such as eu-west-1a")
 ]
+# Sizes may carry a dash: c7i.metal-24xl.
 InstanceType = Annotated[
-    str, matching(r"[a-z][a-z0-9-]*\.[a-z0-9]+", "an EC2 instance type such as m6i.large")
+    str, matching(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "an EC2 instance type such as m6i.large")
 ]
+# CreateNodegroup takes 0-20 instanceTypes when a launch template is given (EKS API reference).
+MAX_INSTANCE_TYPES = 20
+# EKS refuses node labels (and taints) whose key contains one of these (InvalidParameterException
+# "Label cannot contain reserved prefixes [kubernetes.io/, k8s.io/, eks.amazonaws.com/]"); the
+# kubelet itself would refuse most `kubernetes.io` labels too (NodeRestriction).
+EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+
+
+def _check_node_label_key(key: str) -> str:
+    # CreateNodegroup's labelKey and taintKey: 1 to 63 characters, prefix included.
+    if len(key) > 63:
+        raise ValueError(
+            f"{key!r} is longer than the 63 characters EKS allows for a node label key"
+        )
+    reserved = [p for p in EKS_RESERVED_LABEL_PREFIXES if p in key]
+    if reserved:
+        raise ValueError(
+            f"{key!r} uses the prefix {reserved[0]}, which EKS reserves (kubernetes.io/, k8s.io/, "
+            "eks.amazonaws.com/): use your own, such as example.com/role"
+        )
+    return key
+
+
+NodeLabelKey = Annotated[LabelKey, AfterValidator(_check_node_label_key)]
+"""A label (or taint) key EKS accepts on a managed node group."""
+
+NodeLabelValue = Annotated[
+    str,
+    matching(LABEL_NAME, "a node label value of 1 to 63 characters (EKS refuses empty ones)"),
+]
+"""A label value EKS accepts on a managed node group: unlike Kubernetes, not empty."""
 
 ARM_AMI_TYPES = ("AL2023_ARM_64_STANDARD", "BOTTLEROCKET_ARM_64")
 AmiType = Literal[
@@ -35,8 +73,15 @@ class SubnetSettings(Model):
 class TaintSettings(Model):
     """The taint that reserves the node group for kiam servers; the same pair labels its nodes."""
 
-    key: LabelKey = Field(default="dedicated", description="Taint (and node label) key.")
-    value: LabelValue = Field(default="kiam-server", description="Taint (and node label) value.")
+    key: NodeLabelKey = Field(
+        default="dedicated",
+        description="Taint (and node label) key; no kubernetes.io/, k8s.io/ or "
+        "eks.amazonaws.com/ prefix (EKS reserves them).",
+    )
+    value: NodeLabelValue = Field(
+        default="kiam-server",
+        description="Taint (and node label) value; not empty, as it is also a node label.",
+    )
     effect: Literal["NO_SCHEDULE", "NO_EXECUTE"] = Field(
         default="NO_SCHEDULE",
         description="EKS taint effect; PREFER_NO_SCHEDULE is not allowed: it would not dedicate.",
@@ -57,7 +102,10 @@ class NodeGroupSettings(Model):
         "(give each as `{id, zone}` so the program can check the spread).",
     )
     instance_types: list[InstanceType] = Field(
-        default=["t3.medium"], min_length=1, description="EC2 instance types."
+        default=["t3.medium"],
+        min_length=1,
+        max_length=MAX_INSTANCE_TYPES,
+        description=f"EC2 instance types (at most {MAX_INSTANCE_TYPES}, EKS's limit).",
     )
     capacity_type: Literal["ON_DEMAND", "SPOT"] = Field(
         default="ON_DEMAND",
@@ -75,8 +123,11 @@ class NodeGroupSettings(Model):
         alias="diskSizeGiB",
         description="Root volume size in GiB (gp3, encrypted).",
     )
-    labels: dict[LabelKey, LabelValue] = Field(
-        default={}, description="Extra node labels (the taint's key/value label is always set)."
+    labels: dict[NodeLabelKey, NodeLabelValue] = Field(
+        default={},
+        description="Extra node labels (the taint's key/value label is always set). EKS "
+        "refuses keys longer than 63 characters or containing kubernetes.io/, k8s.io/ or "
+        "eks.amazonaws.com/, and empty values.",
     )
     taint: TaintSettings = Field(default=TaintSettings(), description="The dedicating taint.")
     max_unavailable: int = Field(

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from settings.base import (
-    DnsLabel,
-    DnsSubdomain,
+    Dns1035Label,
     Duration,
     ExtraArg,
     Image,
@@ -14,7 +13,7 @@ from settings.base import (
     Model,
     duration_seconds,
 )
-from settings.workload import ResourceSettings, reject_managed_flags
+from settings.workload import PriorityClassName, ResourceSettings, reject_flags
 
 KIAM_IMAGE = "quay.io/uswitch/kiam:v4.2"
 
@@ -28,6 +27,20 @@ SERVER_MANAGED_FLAGS = frozenset(
         "--grpc-max-connection-age-grace-duration",
     }
 )  # fmt: skip
+# Every flag of kiam v4.2's server (cmd/kiam/server.go and opts.go at tag v4.2); kingpin exits on
+# any other. Boolean ones also take a --no- form.
+SERVER_FLAGS = SERVER_MANAGED_FLAGS | {
+    "--fetchers", "--prefetch-buffer-size", "--kubeconfig", "--session", "--pprof-listen-addr",
+    "--grpc-keepalive-time-duration", "--grpc-keepalive-timeout-duration",
+    "--disable-strict-namespace-regexp",
+}  # fmt: skip
+SERVER_BOOLEAN_FLAGS = frozenset(
+    {"--json-log", "--role-base-arn-autodetect", "--disable-strict-namespace-regexp"}
+)
+SERVER_REFUSED_FLAGS = {
+    "--disable-strict-namespace-regexp": "stops kiam anchoring each namespace's "
+    "iam.amazonaws.com/permitted regexp (^...$), so a partial one admits roles meant for others",
+}
 
 # Role chaining (node role -> kiam-server role -> application role) caps sessions at one hour,
 # and kiam refuses anything shorter than 15 minutes.
@@ -45,9 +58,10 @@ class ServerSettings(Model):
     replicas: int = Field(
         default=3, ge=2, le=20, description="Server pods, one per node (hard anti-affinity)."
     )
-    service_name: DnsLabel = Field(
+    service_name: Dns1035Label = Field(
         default="kiam-server",
-        description="Name of the headless Service the agents dial; it is in the server certificate.",
+        description="Name of the headless Service the agents dial; it is in the server "
+        "certificate. A Service name starts with a letter (DNS-1035).",
     )
     grpc_port: int = Field(
         default=9610,
@@ -86,8 +100,9 @@ class ServerSettings(Model):
         default="15s", description="Grace for in-flight calls after GOAWAY."
     )
     log_level: LogLevel = Field(default="info", description="Log level.")
-    priority_class_name: DnsSubdomain = Field(
-        default="system-cluster-critical", description="Pod priority class."
+    priority_class_name: PriorityClassName = Field(
+        default="system-cluster-critical",
+        description="Pod priority class; of the `system-` names only the two built-in ones exist.",
     )
     unhealthy_node_toleration_seconds: int = Field(
         default=30,
@@ -103,7 +118,11 @@ class ServerSettings(Model):
         description="How long `pulumi up` waits for the Deployment to become Ready; covers new "
         "nodes booting during a node group replacement.",
     )
-    extra_args: list[ExtraArg] = Field(default=[], description="Extra server flags.")
+    extra_args: list[ExtraArg] = Field(
+        default=[],
+        description="Extra server flags: only flags kiam v4.2's server has, none the program "
+        "sets, and not --disable-strict-namespace-regexp.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ServerSettings:
@@ -120,5 +139,12 @@ class ServerSettings(Model):
             )
         if self.grpc_port == self.metrics_port:
             raise ValueError(f"grpcPort and metricsPort are both {self.grpc_port}")
-        reject_managed_flags(self.extra_args, SERVER_MANAGED_FLAGS)
+        reject_flags(
+            self.extra_args,
+            command="server",
+            known=SERVER_FLAGS,
+            boolean=SERVER_BOOLEAN_FLAGS,
+            managed=SERVER_MANAGED_FLAGS,
+            refused=SERVER_REFUSED_FLAGS,
+        )
         return self

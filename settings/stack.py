@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field, SecretStr, model_validator
 
 from settings.adoption import AdoptionSettings
@@ -14,6 +16,12 @@ from settings.node_group import NodeGroupSettings
 from settings.server import ServerSettings
 from settings.tls import TlsSettings
 
+# Namespaces every cluster has (Kubernetes docs, "Namespaces: Initial namespaces"): creating one
+# fails with AlreadyExists.
+INITIAL_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+# A DNS name has at most 253 characters (RFC 1035); agents dial the server by one.
+MAX_DNS_NAME = 253
+
 
 class NamespaceSettings(Model):
     """`kiam:namespace`: where the kiam objects live."""
@@ -22,7 +30,8 @@ class NamespaceSettings(Model):
     create: bool = Field(
         default=True,
         description="Create the namespace (labelled privileged for Pod Security: the agent needs "
-        "host networking and NET_ADMIN). Set false to use an existing one, e.g. kube-system.",
+        "host networking and NET_ADMIN). Set false to use an existing one, e.g. kube-system "
+        "(which, like default, kube-public and kube-node-lease, always exists).",
     )
 
 
@@ -69,13 +78,38 @@ class StackSettings(Model):
                     f"{taint.key}={taint.value}:{taint.kubernetes_effect}: agents must never run on "
                     "server nodes (they would expose the nodes' credentials)"
                 )
+        self._check_zones()
+        domain = self.cluster.cluster_domain
+        address = f"{self.server.service_name}.{self.namespace.name}.svc.{domain}"
+        if len(address) > MAX_DNS_NAME:
+            raise ValueError(
+                f"kiam:cluster.clusterDomain {domain!r} makes the name agents dial, "
+                "<kiam:server.serviceName>.<kiam:namespace.name>.svc.<clusterDomain>, "
+                f"{len(address)} characters: DNS allows {MAX_DNS_NAME}"
+            )
         self._check_applications()
         if self.adoption is not None and self.namespace.create:
             raise ValueError(
                 "kiam:namespace.create must be false with kiam:adoption: the running install's "
                 "namespace exists already (set kiam:namespace.name to it)"
             )
+        if self.namespace.create and self.namespace.name in INITIAL_NAMESPACES:
+            raise ValueError(
+                f"kiam:namespace.create must be false for {self.namespace.name!r}: every cluster "
+                "has it, so creating it would fail with AlreadyExists"
+            )
         return self
+
+    def _check_zones(self) -> None:
+        region = self.cluster.region
+        for index, subnet in enumerate(self.node_group.subnets):
+            # A zone is its region and one letter; another region's zone is a typo that would
+            # make the zone-spread check believe a spread that is not there.
+            if subnet.zone is not None and not re.fullmatch(rf"{region}[a-z]", subnet.zone):
+                raise ValueError(
+                    f"kiam:nodeGroup.subnets[{index}].zone {subnet.zone!r} is not a zone of "
+                    f"kiam:cluster.region {region!r} (such as {region}a)"
+                )
 
     def _check_applications(self) -> None:
         iam = self.iam
@@ -85,6 +119,32 @@ class StackSettings(Model):
             raise ValueError(
                 f"kiam:applications use the role name {', '.join(duplicates)} more than once"
             )
+        # IAM role names are unique per account regardless of case (CreateRole: "Names are not
+        # distinguished by case").
+        for name in names:
+            same = sorted(n for n in names if n.lower() == name.lower())
+            if len(same) > 1:
+                raise ValueError(
+                    f"kiam:applications use the role names {' and '.join(same)}, which IAM takes "
+                    "for one: role names ignore case"
+                )
+        partition, account = self.cluster.partition, self.cluster.account_id
+        for app, settings in self.applications.items():
+            arns = settings.managed_policy_arns
+            if len(arns) > iam.managed_policies_per_role:
+                raise ValueError(
+                    f"kiam:applications.{app}.managedPolicyArns lists {len(arns)} policies: IAM "
+                    f"attaches at most kiam:iam.managedPoliciesPerRole ({iam.managed_policies_per_role}) "
+                    "to a role (raise the quota, then that setting, up to 20)"
+                )
+            for index, arn in enumerate(arns):
+                arn_partition, arn_account = arn.split(":")[1], arn.split(":")[4]
+                if arn_partition != partition or arn_account not in ("aws", account):
+                    raise ValueError(
+                        f"kiam:applications.{app}.managedPolicyArns[{index}] {arn!r} is not a "
+                        f"policy of partition {partition!r} (kiam:cluster.region) owned by AWS or "
+                        f"by account {account} (kiam:cluster.accountId): IAM could not attach it"
+                    )
         if iam.allow_any_role:
             return
         for app, settings in self.applications.items():

@@ -6,15 +6,26 @@ from pydantic import Field, model_validator
 
 from settings.base import Model
 
+# The TLS provider computes a certificate's end as now + hours in Go's time.Duration, which holds
+# about 292 years: more hours overflow into a certificate that expired before it was issued
+# (terraform-provider-tls, createCertificate).
+MAX_VALIDITY_HOURS = 2_562_047
+
 
 class TlsSettings(Model):
     """`kiam:tls`: validity and early renewal of the CA and the server and agent certificates."""
 
     ca_validity_hours: int = Field(
-        default=87600, ge=24, description="CA lifetime (default ten years)."
+        default=87600,
+        ge=24,
+        le=MAX_VALIDITY_HOURS,
+        description="CA lifetime (default ten years; at most about 292 years, Go's limit).",
     )
     cert_validity_hours: int = Field(
-        default=8760, ge=24, description="Server and agent certificate lifetime (default a year)."
+        default=8760,
+        ge=24,
+        le=MAX_VALIDITY_HOURS,
+        description="Server and agent certificate lifetime (default a year).",
     )
     early_renewal_hours: int = Field(
         default=720,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pulumi
@@ -35,12 +36,14 @@ def test_the_plan_exits_2_with_the_exact_message(
 
 
 def _program_cases() -> list[Path]:
-    """Files whose YAML parses into a config map: Pulumi itself rejects the others before any program runs."""
+    """Files whose YAML parses into a config map: Pulumi itself rejects the others before any
+    program runs. The CLI hands the program JSON, in which an unquoted YAML date cannot stay a
+    date; the plan, reading the file itself, refuses that case on its own."""
     cases = []
     for path in CASES:
         try:
-            read_stack_file(path)
-        except SettingsError:
+            json.dumps(read_stack_file(path))
+        except (SettingsError, TypeError):
             continue
         cases.append(path)
     return cases

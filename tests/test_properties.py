@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -100,6 +101,24 @@ def test_every_invariant_holds_across_the_settings_space(config: dict[str, Any])
     assert check_all(resources_from_recording(recording)) == []
 
 
+RESERVED = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+STATEMENT = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*"}
+BAD_DOCUMENTS = [
+    {"Version": "2008-10-17", "Statement": [STATEMENT]},
+    {"Version": "2012-10-17", "Statement": [dict(STATEMENT, Effect="allow")]},
+    {"Version": "2012-10-17", "Statement": [dict(STATEMENT, Principal="*")]},
+    {"Version": "2012-10-17", "Statement": [dict(STATEMENT, NotResource="*")]},
+    {"Version": "2012-10-17", "Statement": [dict(STATEMENT, Action="GetObject")]},
+]
+
+
+def application(config: dict[str, Any], **settings: Any) -> dict[str, Any]:
+    """One application whose role the stack's pattern admits, with these settings."""
+    prefix = config["kiam:iam"]["applicationRoleNamePrefix"]
+    app = {"namespace": "billing", "roleName": f"{prefix}billing", **settings}
+    return {"kiam:applications": {"app": app}}
+
+
 # One way to miss each rule; hypothesis picks the rule and the values.
 NEAR_MISSES = {
     "replicas above the node group": lambda c, n: c["kiam:server"].update(
@@ -121,12 +140,103 @@ NEAR_MISSES = {
     ),
     "unknown key": lambda c, n: c["kiam:server"].update({f"replicas{n}": 1}),
     "same ports": lambda c, n: c["kiam:server"].update(metricsPort=c["kiam:server"]["grpcPort"]),
+    # What AWS, EKS, Kubernetes, kiam or gRPC would refuse (or quietly ignore) at apply time.
+    "region of no partition": lambda c, n: c["kiam:cluster"].update(region=f"xx-west-{n}"),
+    "cluster name too long": lambda c, n: c["kiam:cluster"].update(name="c" * (86 + n)),
+    "kubernetes newer than the schemas": lambda c, n: c["kiam:cluster"].update(
+        kubernetesVersion=f"1.{37 + n}"
+    ),
+    "zone of another region": lambda c, n: c["kiam:nodeGroup"]["subnets"][0].update(
+        zone=f"eu-west-{1 + n}a"
+    ),
+    "subnet id length": lambda c, n: c["kiam:nodeGroup"]["subnets"][0].update(
+        id="subnet-" + "0" * (8 + n)
+    ),
+    "node label with a reserved prefix": lambda c, n: c["kiam:nodeGroup"].update(
+        labels={f"{('', 'node-role.', 'x.')[n % 3]}{RESERVED[n % 3]}kiam": "true"}
+    ),
+    "empty node label value": lambda c, n: c["kiam:nodeGroup"].update(labels={f"team{n}": ""}),
+    "taint key with a reserved prefix": lambda c, n: c["kiam:nodeGroup"]["taint"].update(
+        key=f"{RESERVED[n % 3]}kiam"
+    ),
+    "empty taint value": lambda c, n: c["kiam:nodeGroup"]["taint"].update(value=""),
+    "service name starting with a digit": lambda c, n: c["kiam:server"].update(
+        serviceName=f"{n}kiam"
+    ),
+    "reserved priority class": lambda c, n: c["kiam:server"].update(
+        priorityClassName=f"system-kiam-{n}"
+    ),
+    "namespace every cluster has": lambda c, n: c["kiam:namespace"].update(
+        name=("default", "kube-system", "kube-public", "kube-node-lease")[n % 4]
+    ),
+    "short image digest": lambda c, n: c["kiam:server"].update(
+        image="quay.io/uswitch/kiam@sha256:" + "a" * (64 - n)
+    ),
+    "flag kiam lacks": lambda c, n: c["kiam:server"].update(extraArgs=[f"--fetcher{n}=4"]),
+    "negated managed flag": lambda c, n: c["kiam:agent"].update(
+        extraArgs=[("--no-iptables", "--no-json-log")[n % 2]]
+    ),
+    "keepalive time below gRPC's minimum": lambda c, n: c["kiam:agent"].update(
+        keepaliveTime=f"{10 - n}s"
+    ),
+    "keepalive timeout not below the request deadline": lambda c, n: c["kiam:agent"].update(
+        keepaliveTimeout=f"{4 + n}s"
+    ),
+    "agent port a node holds": lambda c, n: c["kiam:agent"].update(
+        port=(10248, 10249, 10250, 10256, 30000 + n)[n - 1]
+    ),
+    "zero CPU request": lambda c, n: c["kiam:server"].update(
+        resources={"cpuRequest": "0" * n, "memoryRequest": "64Mi", "memoryLimit": "64Mi"}
+    ),
+    "certificate validity beyond Go's durations": lambda c, n: c.setdefault("kiam:tls", {}).update(
+        caValidityHours=2_562_047 + n
+    ),
+    "managed policy of another partition": lambda c, n: c.update(
+        application(c, managedPolicyArns=[f"arn:aws-{('cn', 'us-gov')[n % 2]}:iam::aws:policy/P"])
+    ),
+    "managed policy of another account": lambda c, n: c.update(
+        application(c, managedPolicyArns=[f"arn:aws:iam::{n:012d}:policy/P"])
+    ),
+    "managed policies above the quota": lambda c, n: c.update(
+        application(
+            c,
+            managedPolicyArns=[
+                f"arn:aws:iam::{c['kiam:cluster']['accountId']}:policy/p{i}" for i in range(10 + n)
+            ],
+        )
+    ),
+    "role names differing in case": lambda c, n: c.update(
+        {
+            "kiam:applications": {
+                **application(c)["kiam:applications"],
+                "other": dict(
+                    application(c)["kiam:applications"]["app"],
+                    roleName=(application(c)["kiam:applications"]["app"]["roleName"].upper()),
+                ),
+            }
+        }
+    ),
+    "inline policy IAM would refuse": lambda c, n: c.update(
+        application(c, inlinePolicies={"p": BAD_DOCUMENTS[n - 1]})
+    ),
 }
 
 
 @FAST
 @given(valid_configs(), st.sampled_from(sorted(NEAR_MISSES)), st.integers(1, 5))
 def test_near_misses_are_rejected_with_a_message(config: dict[str, Any], miss: str, n: int) -> None:
+    assert_refused(config, miss, n)
+
+
+@pytest.mark.parametrize("miss", sorted(NEAR_MISSES))
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=valid_configs(), n=st.integers(1, 5))
+def test_every_near_miss_is_rejected(miss: str, config: dict[str, Any], n: int) -> None:
+    """Each rule, not only those the sampling above happens to pick (settings only: cheap)."""
+    assert_refused(config, miss, n)
+
+
+def assert_refused(config: dict[str, Any], miss: str, n: int) -> None:
     broken = copy.deepcopy(config)
     NEAR_MISSES[miss](broken, n)
     values = {k.removeprefix("kiam:"): v for k, v in broken.items()}

@@ -13,14 +13,27 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from settings.cluster import ClusterSettings
+from settings.loader import settings_from_values
+from settings.stack import StackSettings
 from tests.conftest import EXAMPLE_STACKS, example_config, run_program
 from tools.plan_diff import diff_plans, read_plan_dir, report
 from tools.render import Plan, render
 from tools.validate import Finding, iam_findings, kubernetes_findings
 
+# What kiam itself renders for every stack; an application adds its role and, per namespace, a
+# patch of the namespace's permitted-roles annotation (production has one, trusted through IRSA).
+KIAM_MANIFESTS = 11
+KIAM_ROLES = 2
+
 
 def rendered(stack: str) -> Plan:
     return render(run_program(example_config(stack), stack=stack))
+
+
+def example_settings(stack: str) -> StackSettings:
+    config = example_config(stack)
+    return settings_from_values({k.removeprefix("kiam:"): v for k, v in config.items()}, stack)
 
 
 @pytest.fixture(scope="module", params=EXAMPLE_STACKS)
@@ -32,17 +45,29 @@ def test_every_manifest_is_valid_against_the_clusters_kubernetes_schema(
     stack_plan: tuple[str, Plan],
 ) -> None:
     stack, plan = stack_plan
-    version = example_config(stack)["kiam:cluster"]["kubernetesVersion"]
-    assert len(plan.manifests) == 11
-    assert kubernetes_findings(plan.manifests, version) == []
+    settings = example_settings(stack)
+    namespaces = {a.namespace for a in settings.applications.values()}
+    assert len(plan.manifests) == KIAM_MANIFESTS + len(namespaces)
+    assert kubernetes_findings(plan.manifests, settings.cluster.kubernetes_version) == []
 
 
 def test_every_iam_document_lints_clean(stack_plan: tuple[str, Plan]) -> None:
-    assert iam_findings(stack_plan[1].iam) == []
+    stack, plan = stack_plan
+    settings = example_settings(stack)
+    assert len(plan.iam) == KIAM_ROLES + len(settings.applications)
+    assert iam_findings(plan.iam, settings.cluster) == []
+
+
+def test_an_example_stack_trusts_an_application_through_irsa() -> None:
+    """So the IRSA trust policy is linted on every run of the suite and of `make plans`."""
+    assert any(a.irsa for s in EXAMPLE_STACKS for a in example_settings(s).applications.values())
 
 
 def test_iam_documents_are_least_privilege(stack_plan: tuple[str, Plan]) -> None:
-    for role in stack_plan[1].iam.values():
+    stack, plan = stack_plan
+    kiam_path = example_settings(stack).iam.kiam_role_path
+    # kiam's own chain; application roles carry what their stack file grants them.
+    for role in (r for r in plan.iam.values() if r["path"] == kiam_path):
         for document in [role["trustPolicy"], *role["inlinePolicies"].values()]:
             for statement in document["Statement"]:
                 assert statement["Action"] == "sts:AssumeRole"
@@ -98,6 +123,117 @@ def test_the_iam_linter_can_fail() -> None:
     ]
 
 
+CLUSTER = ClusterSettings(
+    name="test", account_id="111122223333", region="eu-west-1", kubernetes_version="1.33"
+)
+PROVIDER_HOST = "oidc.eks.eu-west-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"
+PROVIDER = f"arn:aws:iam::111122223333:oidc-provider/{PROVIDER_HOST}"
+
+
+def irsa_role(provider: str = PROVIDER, **changes: Any) -> dict[str, Any]:
+    statement: dict[str, Any] = {
+        "Effect": "Allow",
+        "Principal": {"Federated": provider},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": {
+            "StringEquals": {
+                f"{PROVIDER_HOST}:sub": "system:serviceaccount:billing:api",
+                f"{PROVIDER_HOST}:aud": "sts.amazonaws.com",
+            }
+        },
+        **changes,
+    }
+    trust = {"Version": "2012-10-17", "Statement": [statement]}
+    return {"trustPolicy": trust, "inlinePolicies": {}}
+
+
+def test_the_clusters_irsa_trust_lints_clean() -> None:
+    assert iam_findings({"r.json": irsa_role()}, CLUSTER) == []
+
+
+@pytest.mark.parametrize(
+    ("role", "reason"),
+    [
+        (
+            irsa_role(PROVIDER.replace("111122223333", "444455556666")),
+            "the federated principal is not this cluster's OIDC provider",
+        ),
+        (
+            irsa_role(PROVIDER.replace("eu-west-1", "us-east-1")),
+            "the federated principal is not this cluster's OIDC provider",
+        ),
+        (
+            irsa_role(
+                "arn:aws:iam::111122223333:oidc-provider/token.actions.githubusercontent.com"
+            ),
+            "the federated principal is not this cluster's OIDC provider",
+        ),
+        (
+            irsa_role(Condition={"StringEquals": {f"{PROVIDER_HOST}:aud": "sts.amazonaws.com"}}),
+            f"no StringEquals {PROVIDER_HOST}:sub naming one service account",
+        ),
+        (
+            irsa_role(
+                Condition={
+                    "StringLike": {f"{PROVIDER_HOST}:sub": "system:serviceaccount:*"},
+                    "StringEquals": {f"{PROVIDER_HOST}:aud": "sts.amazonaws.com"},
+                }
+            ),
+            "its only condition must be StringEquals",
+        ),
+        (
+            irsa_role(
+                Condition={
+                    "StringEquals": {f"{PROVIDER_HOST}:sub": "system:serviceaccount:billing:api"}
+                }
+            ),
+            f"no StringEquals {PROVIDER_HOST}:aud sts.amazonaws.com",
+        ),
+        (
+            irsa_role(Action="sts:AssumeRole"),
+            "the statement must Allow exactly sts:AssumeRoleWithWebIdentity",
+        ),
+    ],
+    ids=[
+        "other-account",
+        "other-region",
+        "other-issuer",
+        "no-sub",
+        "sub-wildcard",
+        "no-aud",
+        "action",
+    ],
+)
+def test_a_federated_trust_that_is_not_the_clusters_irsa_still_fails(
+    role: dict[str, Any], reason: str
+) -> None:
+    provider = role["trustPolicy"]["Statement"][0]["Principal"]["Federated"]
+    assert iam_findings({"r.json": role}, CLUSTER) == [
+        Finding(
+            "r.json trustPolicy",
+            "parliament",
+            f"UNKNOWN_FEDERATION_SOURCE: {provider} (not this cluster's IRSA trust: {reason})",
+        )
+    ]
+
+
+def test_one_irsa_statement_does_not_excuse_another_for_the_same_provider() -> None:
+    role = irsa_role()
+    loose = dict(role["trustPolicy"]["Statement"][0], Condition={})
+    role["trustPolicy"]["Statement"].append(loose)
+    assert [f.message for f in iam_findings({"r.json": role}, CLUSTER)] == [
+        f"UNKNOWN_FEDERATION_SOURCE: {PROVIDER} (not this cluster's IRSA trust: its only "
+        "condition must be StringEquals)"
+    ] * 2
+
+
+def test_irsa_findings_are_kept_without_a_cluster_to_compare_with() -> None:
+    assert [f.message for f in iam_findings({"r.json": irsa_role()})] == [
+        f"UNKNOWN_FEDERATION_SOURCE: {PROVIDER} (not this cluster's IRSA trust: no cluster to "
+        "compare it with)"
+    ]
+
+
 def test_the_plan_reports_validator_failures_per_object_and_exits_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -148,7 +284,9 @@ def test_plan_diff_between_two_folders(tmp_path: Path) -> None:
     write(rendered("dev"), tmp_path / "base")
     write(rendered("production"), tmp_path / "head")
     result = diff_plans(read_plan_dir(tmp_path / "base"), read_plan_dir(tmp_path / "head"))
-    assert result.added == result.removed == []
+    # Production's application role and namespace patch are its own.
+    assert result.added == ["iam/kiam-app-orders.json", "manifests/namespace-orders.yaml"]
+    assert result.removed == []
     assert result.changed == [
         "aws/launchtemplate-kiam-server-nodes-launch-template.json",
         "aws/nodegroup-kiam-server-nodes.json",
@@ -157,7 +295,7 @@ def test_plan_diff_between_two_folders(tmp_path: Path) -> None:
         "manifests/daemonset-kiam-kiam-agent.yaml",
         "manifests/deployment-kiam-kiam-server.yaml",
     ]
-    assert report(result).endswith("0 objects added, 6 changed, 0 removed")
+    assert report(result).endswith("2 objects added, 6 changed, 0 removed")
     assert (
         json.loads((tmp_path / "head" / "iam" / "kiam-iam-server.json").read_text())["path"]
         == "/kiam/"

@@ -192,3 +192,178 @@ def test_extra_args_may_never_repeat_a_flag_the_program_renders() -> None:
 
     assert names(rendered_server) <= SERVER_MANAGED_FLAGS
     assert names(rendered_agent) <= AGENT_MANAGED_FLAGS
+
+
+# Values at the edge of each apply-time rule that AWS and Kubernetes accept: none may be refused.
+APP = {"namespace": "billing", "roleName": "billing-api"}
+S3_READ = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::billing/*"}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"cluster": {"name": "c" * 86}},
+        {"cluster": {"kubernetesVersion": "1.37"}},
+        {"cluster": {"clusterDomain": "cluster.example.internal"}},
+        {
+            "cluster": {"region": "cn-north-1"},
+            "node_group": {
+                "subnets": [
+                    {"id": "subnet-0abc1234", "zone": "cn-north-1a"},
+                    {"id": "subnet-0abc5678", "zone": "cn-north-1b"},
+                ]
+            },
+        },
+        {
+            "cluster": {"region": "us-gov-west-1"},
+            "node_group": {
+                "subnets": [{"id": "subnet-00000000000000001"}, {"id": "subnet-00000000000000002"}]
+            },
+        },
+        {"node_group": {"instanceTypes": ["c7i.metal-24xl", "m7i.large"]}},
+        {"node_group": {"labels": {"example.com/role": "kiam", "team": "platform"}}},
+        {"node_group": {"taint": {"key": "kiam.example.com/dedicated", "value": "servers"}}},
+        {
+            "agent": {
+                "tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]
+            }
+        },
+        {"server": {"image": "quay.io/uswitch/kiam@sha256:" + "a" * 64}},
+        {"server": {"image": "registry.example.com:5000/platform/kiam:V4.2-patched_1"}},
+        {"server": {"priorityClassName": "kiam-critical"}},
+        {"server": {"extraArgs": ["--fetchers=16", "--session=kiam-prod"]}},
+        {"server": {"extraArgs": ["--no-disable-strict-namespace-regexp"]}},
+        {"agent": {"extraArgs": ["--pprof-listen-addr=127.0.0.1:9990"]}},
+        {"agent": {"keepaliveTime": "10s", "keepaliveTimeout": "4s"}},
+        {"agent": {"allowedMetadataRoutes": "^/latest/meta-data/(placement/.*|instance-id)\\z"}},
+        {"agent": {"port": 10251, "metricsPort": 29999}},
+        {
+            "server": {
+                "resources": {"cpuRequest": "1m", "memoryRequest": "1Mi", "memoryLimit": "1Mi"}
+            }
+        },
+        {"tls": {"caValidityHours": 2562047, "certValidityHours": 2562047}},
+        {
+            "iam": {"managedPoliciesPerRole": 20},
+            "applications": {
+                "billing": dict(
+                    APP,
+                    managedPolicyArns=[
+                        f"arn:aws:iam::111122223333:policy/billing-{i}" for i in range(20)
+                    ],
+                )
+            },
+        },
+        {
+            "applications": {
+                "billing": dict(
+                    APP,
+                    managedPolicyArns=[
+                        "arn:aws:iam::aws:policy/service-role/AmazonEKSWorkerNodePolicy",
+                        "arn:aws:iam::111122223333:policy/team/billing/reader",
+                    ],
+                )
+            }
+        },
+        {
+            "applications": {
+                "billing": dict(
+                    APP,
+                    inlinePolicies={
+                        "read": {
+                            "Version": "2012-10-17",
+                            "Id": "billing",
+                            "Statement": dict(
+                                S3_READ,
+                                Sid="Read1",
+                                Condition={
+                                    "ForAnyValue:StringLike": {"s3:prefix": ["a/*", "b/*"]},
+                                    "BoolIfExists": {"aws:SecureTransport": True},
+                                    "NumericLessThan": {"s3:max-keys": 10},
+                                },
+                            ),
+                        }
+                    },
+                )
+            }
+        },
+        {
+            "applications": {
+                "billing": dict(
+                    APP,
+                    inlinePolicies={
+                        "deny": {
+                            "Version": "2012-10-17",
+                            "Statement": [
+                                {
+                                    "Effect": "Deny",
+                                    "NotAction": ["s3:Get*", "s3:List*"],
+                                    "NotResource": "*",
+                                }
+                            ],
+                        }
+                    },
+                )
+            }
+        },
+    ],
+)
+def test_what_aws_and_kubernetes_accept_is_accepted(change: dict) -> None:
+    validate(base_config(**change))
+
+
+def test_a_raised_managed_policy_quota_admits_more_attachments() -> None:
+    arns = [f"arn:aws:iam::111122223333:policy/billing-{i}" for i in range(11)]
+    config = base_config(applications={"billing": dict(APP, managedPolicyArns=arns)})
+    assert problems(config) == [
+        "kiam:applications.billing.managedPolicyArns lists 11 policies: IAM attaches at most "
+        "kiam:iam.managedPoliciesPerRole (10) to a role (raise the quota, then that setting, up to 20)"
+    ]
+    validate(config | {"kiam:iam": {"managedPoliciesPerRole": 11}})
+    assert problems(base_config(iam={"managedPoliciesPerRole": 21})) == [
+        "kiam:iam.managedPoliciesPerRole: Input should be less than or equal to 20 (got 21)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("region", "partition"),
+    [
+        ("eu-west-1", "aws"),
+        ("ap-southeast-7", "aws"),
+        ("us-gov-west-1", "aws-us-gov"),
+        ("cn-northwest-1", "aws-cn"),
+        ("us-iso-east-1", "aws-iso"),
+        ("us-isob-east-1", "aws-iso-b"),
+        ("eu-isoe-west-1", "aws-iso-e"),
+        ("us-isof-south-1", "aws-iso-f"),
+        ("eusc-de-east-1", "aws-eusc"),
+    ],
+)
+def test_every_region_belongs_to_its_partition(region: str, partition: str) -> None:
+    from settings.cluster import partition_of
+
+    assert partition_of(region) == partition
+
+
+def test_the_longest_cluster_name_fits_the_launch_template_name_prefix() -> None:
+    """The limit in settings/cluster.py mirrors the prefix components/node_group.py builds."""
+    from components.tokens import LAUNCH_TEMPLATE
+
+    recording = run_program(base_config(cluster={"name": "c" * 86}))
+    assert len(recording.one(LAUNCH_TEMPLATE).inputs["namePrefix"]) == 99
+
+
+def test_every_accepted_kubernetes_version_has_schemas_to_validate_against() -> None:
+    from kubernetes_validate.utils import latest_version
+
+    from settings.cluster import NEWEST_KUBERNETES_MINOR
+
+    assert latest_version() == f"1.{NEWEST_KUBERNETES_MINOR}.0"
+
+
+def test_the_kiam_flag_lists_hold_every_flag_the_program_renders() -> None:
+    from settings.agent import AGENT_BOOLEAN_FLAGS, AGENT_FLAGS, AGENT_REFUSED_FLAGS
+    from settings.server import SERVER_BOOLEAN_FLAGS, SERVER_FLAGS, SERVER_REFUSED_FLAGS
+
+    assert SERVER_BOOLEAN_FLAGS | set(SERVER_REFUSED_FLAGS) <= SERVER_FLAGS
+    assert AGENT_BOOLEAN_FLAGS | set(AGENT_REFUSED_FLAGS) <= AGENT_FLAGS

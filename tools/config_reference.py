@@ -27,7 +27,8 @@ HEADER = """# Configuration reference
 Every setting lives under the `kiam:` namespace of `stacks/Pulumi.<stack>.yaml`, as structured
 camelCase objects (`pulumi config set --path 'kiam:server.replicas' 3`). Unknown keys are errors.
 Generated from the settings models by `python -m tools.config_reference --write`; a test fails
-when this file and the models disagree.
+when this file and the models disagree. [settings-audit.md](settings-audit.md) follows each key to
+the AWS or Kubernetes field it ends up in, what that API accepts, and what the plan refuses.
 """
 
 

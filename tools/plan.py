@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         recording = run_main(config, stack=stack, secret_keys=_secret_keys(config))
         plan = render(recording)
         violations = check_all(resources_from_recording(recording))
-        findings = validator(plan, settings.cluster.kubernetes_version)
+        findings = validator(plan, settings.cluster)
 
     if args.diff:
         from tools.plan_diff import diff_plans, read_plan_dir, report
@@ -108,7 +108,7 @@ def _secret_keys(config: dict[str, Any]) -> list[str]:
 
 
 @contextlib.contextmanager
-def _validator_process(enabled: bool) -> Iterator[Callable[[Any, str], list[Any]]]:
+def _validator_process(enabled: bool) -> Iterator[Callable[[Any, Any], list[Any]]]:
     """Validators loaded in a second process while this one runs the program.
 
     Loading them (parliament parses ~10 MB of IAM definitions) costs about as much as the
@@ -118,17 +118,17 @@ def _validator_process(enabled: bool) -> Iterator[Callable[[Any, str], list[Any]
     from tools import validate
 
     if not enabled:
-        yield lambda plan, version: []
+        yield lambda plan, cluster: []
         return
     # Forking is safe only while this process has one thread (always so for the command line;
     # not inside a test runner that already ran the SDK): otherwise validate here, afterwards.
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        yield lambda plan, version: validate.validate_plan(plan.manifests, plan.iam, version)
+        yield lambda plan, cluster: validate.validate_plan(plan.manifests, plan.iam, cluster)
         return
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         pool.submit(validate.preload)
-        yield lambda plan, version: pool.submit(
-            validate.validate_plan, plan.manifests, plan.iam, version
+        yield lambda plan, cluster: pool.submit(
+            validate.validate_plan, plan.manifests, plan.iam, cluster
         ).result()
 
 

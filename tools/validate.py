@@ -6,11 +6,23 @@ Both ship their data in their packages, so validation is offline and repeatable.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from settings.cluster import ClusterSettings
+
 # A trust policy has no Resource by definition; parliament lints identity policies only and says so.
 TRUST_POLICY_FINDING = ("MALFORMED", "Statement contains neither Resource nor NotResource")
+# parliament knows only the federation sources of its time (Cognito, Amazon, Facebook, Google and
+# SAML providers) and reports every OIDC provider as unknown, the EKS cluster's included. The
+# finding is ignored only for a trust statement that is exactly IRSA's for this stack's cluster
+# (`irsa_problem`); any other federated statement keeps it, with the reason it was not ignored.
+IRSA_FINDING = "UNKNOWN_FEDERATION_SOURCE"
+IRSA_AUDIENCE = "sts.amazonaws.com"
+_SERVICE_ACCOUNT = re.compile(
+    r"system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?"
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -46,10 +58,48 @@ def kubernetes_findings(
     return findings
 
 
-def iam_findings(iam: dict[str, dict[str, Any]]) -> list[Finding]:
-    """parliament on every trust and permission document."""
+def cluster_oidc_provider(cluster: ClusterSettings) -> re.Pattern[str]:
+    """ARNs of the cluster's IAM OIDC provider: its account and partition, and EKS's issuer host
+    for its region (`oidc.eks.<region>.<dns suffix>/id/<id>`; the mock engine answers with
+    amazonaws.com in every partition)."""
+    suffixes = "|".join(re.escape(s) for s in sorted({cluster.dns_suffix, "amazonaws.com"}))
+    return re.compile(
+        rf"arn:{re.escape(cluster.partition)}:iam::{cluster.account_id}:oidc-provider/"
+        rf"oidc\.eks\.{re.escape(cluster.region)}\.({suffixes})/id/[0-9A-Za-z]+"
+    )
+
+
+def irsa_problem(statement: dict[str, Any], provider: re.Pattern[str]) -> str | None:
+    """Why a federated trust statement is not the IRSA trust of one service account of the
+    cluster, or None when it is."""
+    federated = _federated(statement)
+    if not isinstance(federated, str) or not provider.fullmatch(federated):
+        return "the federated principal is not this cluster's OIDC provider"
+    if statement.get("Effect") != "Allow" or statement.get("Action") != (
+        "sts:AssumeRoleWithWebIdentity"
+    ):
+        return "the statement must Allow exactly sts:AssumeRoleWithWebIdentity"
+    host = federated.split(":oidc-provider/", 1)[1]
+    condition = statement.get("Condition")
+    if not isinstance(condition, dict) or set(condition) != {"StringEquals"}:
+        return "its only condition must be StringEquals"
+    equals = condition["StringEquals"] if isinstance(condition["StringEquals"], dict) else {}
+    subject = equals.get(f"{host}:sub")
+    if not isinstance(subject, str) or not _SERVICE_ACCOUNT.fullmatch(subject):
+        return f"no StringEquals {host}:sub naming one service account"
+    if equals.get(f"{host}:aud") != IRSA_AUDIENCE:
+        return f"no StringEquals {host}:aud {IRSA_AUDIENCE}"
+    return None
+
+
+def iam_findings(
+    iam: dict[str, dict[str, Any]], cluster: ClusterSettings | None = None
+) -> list[Finding]:
+    """parliament on every trust and permission document; with the stack's cluster, IRSA trust
+    statements for its OIDC provider are recognised."""
     from parliament import analyze_policy_string
 
+    provider = cluster_oidc_provider(cluster) if cluster is not None else None
     findings = []
     for file_name, role in sorted(iam.items()):
         documents = [("trustPolicy", role["trustPolicy"], True)]
@@ -57,15 +107,47 @@ def iam_findings(iam: dict[str, dict[str, Any]]) -> list[Finding]:
             (f"inlinePolicies.{n}", d, False) for n, d in sorted(role["inlinePolicies"].items())
         ]
         for where, document, is_trust in documents:
+            reasons = _federation_reasons(document, provider) if is_trust else {}
             for finding in analyze_policy_string(json.dumps(document)).findings:
                 if is_trust and (finding.issue, finding.detail) == TRUST_POLICY_FINDING:
                     continue
-                findings.append(
-                    Finding(
-                        f"{file_name} {where}", "parliament", f"{finding.issue}: {finding.detail}"
-                    )
-                )
+                message = f"{finding.issue}: {finding.detail}"
+                if is_trust and finding.issue == IRSA_FINDING:
+                    reason = reasons.get(finding.detail, "no cluster to compare it with")
+                    if reason is None:
+                        continue
+                    message += f" (not this cluster's IRSA trust: {reason})"
+                findings.append(Finding(f"{file_name} {where}", "parliament", message))
     return findings
+
+
+def _federation_reasons(
+    document: dict[str, Any], provider: re.Pattern[str] | None
+) -> dict[str, str | None]:
+    """For each federated principal of a trust policy: None if every statement naming it is the
+    cluster's IRSA trust, else why one is not."""
+    statements = document.get("Statement", [])
+    reasons: dict[str, str | None] = {}
+    for statement in statements if isinstance(statements, list) else [statements]:
+        federated = _federated(statement)
+        for name in federated if isinstance(federated, list) else [federated]:
+            if not isinstance(name, str):
+                continue
+            reason = (
+                "no cluster to compare it with"
+                if provider is None
+                else "IRSA trusts one provider per statement"
+                if isinstance(federated, list)
+                else irsa_problem(statement, provider)
+            )
+            # One statement that is not IRSA's keeps the finding for that principal.
+            reasons[name] = reasons.get(name) or reason
+    return reasons
+
+
+def _federated(statement: Any) -> Any:
+    principal = statement.get("Principal") if isinstance(statement, dict) else None
+    return principal.get("Federated") if isinstance(principal, dict) else None
 
 
 def preload() -> None:
@@ -75,7 +157,7 @@ def preload() -> None:
 
 
 def validate_plan(
-    manifests: dict[str, dict[str, Any]], iam: dict[str, dict[str, Any]], kubernetes_version: str
+    manifests: dict[str, dict[str, Any]], iam: dict[str, dict[str, Any]], cluster: ClusterSettings
 ) -> list[Finding]:
-    """Every finding of both validators on one rendered plan."""
-    return kubernetes_findings(manifests, kubernetes_version) + iam_findings(iam)
+    """Every finding of both validators on one rendered plan of a stack of this cluster."""
+    return kubernetes_findings(manifests, cluster.kubernetes_version) + iam_findings(iam, cluster)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import naming
+from components import naming, policies
 from components.agent import AgentArgs, KiamAgent
 from components.application_role import ApplicationRole, ApplicationRoleArgs
 from components.iam import IamArgs, KiamIam
@@ -52,7 +52,17 @@ class Kiam(pulumi.ComponentResource):
         # During the first migration phase the running install's Service and agents stay in charge.
         own_agents = adoption is None or adoption.phase != "servers"
 
-        self.iam = KiamIam(f"{name}-iam", IamArgs(cluster=s.cluster, iam=s.iam), child)
+        self.iam = KiamIam(
+            f"{name}-iam",
+            IamArgs(
+                cluster=s.cluster,
+                iam=s.iam,
+                application_paths=[
+                    policies.application_path(s.iam, a) for a in s.applications.values()
+                ],
+            ),
+            child,
+        )
         self.node_group = ServerNodeGroup(
             f"{name}-server-nodes",
             NodeGroupArgs(
@@ -152,8 +162,9 @@ class Kiam(pulumi.ComponentResource):
                 f"{name}-app-{app}",
                 ApplicationRoleArgs(
                     settings=settings,
-                    path=settings.path or s.iam.application_role_path,
+                    path=policies.application_path(s.iam, settings),
                     server_role_arn=self.iam.server_role.arn,
+                    role_base_arn=self.iam.role_base_arn,
                     oidc_issuer=args.oidc_issuer,
                     partition=s.cluster.partition,
                     account_id=s.cluster.account_id,

@@ -27,7 +27,7 @@ def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
     pulumi.export("nodeRoleArn", kiam.iam.node_role.arn)
     pulumi.export("serverRoleArn", kiam.iam.server_role.arn)
     pulumi.export("roleBaseArn", kiam.iam.role_base_arn)
-    pulumi.export("applicationRolePattern", kiam.iam.application_role_pattern)
+    pulumi.export("applicationRolePatterns", kiam.iam.application_role_patterns)
     pulumi.export("nodeGroupName", kiam.node_group.node_group_name)
     pulumi.export("serverAddress", kiam.server_address)
     pulumi.export("namespace", settings.namespace.name)

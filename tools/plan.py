@@ -154,7 +154,7 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any) -> str:
             if not (s.adoption and s.adoption.phase == "servers")
             else "agents        the running install's, through its Service (migration phase servers)"
         ),
-        f"IAM           server may assume {outputs.get('applicationRolePattern')}",
+        f"IAM           server may assume {', '.join(outputs.get('applicationRolePatterns') or [])}",
         *(
             [
                 f"adoption      phase {s.adoption.phase}: CA, Service {s.server.service_name}:{s.server.grpc_port} and labels of the running install"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -361,3 +363,32 @@ def test_an_application_role_trusting_more_is_a_violation(apps_run: Recording) -
 )
 def test_permitted_regexp(arns: list[str], expected: str) -> None:
     assert permitted_regexp(arns) == expected
+
+
+def test_the_offline_plan_shows_what_pods_annotate_and_judges_it(
+    tmp_stack: Callable[[Any], Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from components import policies
+    from tools.plan import main
+
+    apps = {k: v for k, v in PREFIXED_APPS.items() if "irsa" not in v}
+    path = tmp_stack(base_config(iam={"applicationRoleNamePrefix": "app-"}, applications=apps))
+    assert main(["--config-file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  applications  billing: pods in billing annotate iam.amazonaws.com/role: app-billing\n"
+        "                ranking: pods in search annotate iam.amazonaws.com/role: team-a/ml/app-ranking\n"
+    ) in out
+    assert "✓ all invariants hold" in out
+    # The annotation before issue 11: the bare role name. The plan now refuses it.
+    monkeypatch.setattr(policies, "pod_role_annotation", lambda arn, base: arn.rsplit("/", 1)[1])
+    assert main(["--config-file", str(path), "--no-validate"]) == 1
+    assert (
+        "✗ [application-reachable] urn:pulumi:case::kiam::kiam:index:ApplicationRole$"
+        "aws:iam/role:Role::kiam-app-ranking: pod annotation iam.amazonaws.com/role: app-ranking "
+        "resolves against --role-base-arn=arn:aws:iam::111122223333:role/kiam-apps/ to "
+        "arn:aws:iam::111122223333:role/kiam-apps/app-ranking, not "
+        "arn:aws:iam::111122223333:role/kiam-apps/team-a/ml/app-ranking"
+    ) in capsys.readouterr().out

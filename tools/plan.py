@@ -162,7 +162,12 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any) -> str:
             if s.adoption
             else []
         ),
-        *([f"applications  {', '.join(sorted(s.applications))}"] if s.applications else []),
+        # What a pod author writes, per application (the `applications` output).
+        *(
+            f"{'applications' if i == 0 else '':<14}{app}: pods in {s.applications[app].namespace} "
+            f"annotate iam.amazonaws.com/role: {out['podAnnotation']['iam.amazonaws.com/role']}"
+            for i, (app, out) in enumerate(sorted((outputs.get("applications") or {}).items()))
+        ),
     ]
     custom = [
         r

@@ -34,7 +34,11 @@ class _Server:
 
 
 def application_reachable(view: KiamView) -> list[Violation]:
-    """11. Each application role is reachable: the server may assume it, the exported pod annotation resolves to it, its namespace (and no other) permits it, and it trusts the server role (and exactly its IRSA service account)."""
+    """11. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role.
+
+    As IAM and kiam decide each (`invariants.kiam_rules`); with IRSA the role also trusts
+    exactly its one service account, and without, no web identity at all.
+    """
     out: set[Violation] = set()
     server_roles = view.roles_tagged("server")
     # Without exactly one server role, `iam-least-privilege` reports the stack already.
@@ -81,7 +85,7 @@ def application_reachable(view: KiamView) -> list[Violation]:
                         f"{kiam_rules.ROLE_BASE_ARN_FLAG}={server.role_base_arn} to {resolved}, "
                         f"not {app.arn}"
                     )
-            for reason in _namespace_problems(view, app, apps, servers):
+            for reason in _namespace_problems(view, app, app.arn, apps, servers):
                 report(reason)
         for reason in _trust_problems(app, server_arn):
             report(reason)
@@ -98,9 +102,8 @@ def _role_arn(role: Resource, server_arn: str | None) -> str | None:
     if arn is not None:
         return arn
     path, name = role.inputs.get("path"), role.inputs.get("name")
+    # Unknown values are no strings.
     if server_arn is None or not isinstance(path, str) or not isinstance(name, str):
-        return None
-    if is_unknown(path) or is_unknown(name):
         return None
     account_prefix = server_arn.split(":role/", 1)[0]
     return f"{account_prefix}:role{path}{name}"
@@ -132,30 +135,37 @@ def _server_statements(view: KiamView, server_role: Resource | None) -> list[Any
 
 
 def _namespace_problems(
-    view: KiamView, app: _Application, apps: list[_Application], servers: list[_Server]
+    view: KiamView, app: _Application, arn: str, apps: list[_Application], servers: list[_Server]
 ) -> list[str]:
+    """The namespace's regexp admits the role and no role of another namespace's application,
+    matched as each server matches (strictly or not); not judged while the flags are unknown."""
     permitted = view.permitted(app.namespace)
     if not permitted:
         return [f"namespace {app.namespace} has no {PERMITTED_ANNOTATION} annotation in this stack"]
-    others = [o for o in apps if o.namespace != app.namespace and o.arn is not None]
+    others = [(o.arn, o.namespace) for o in apps if o.namespace != app.namespace and o.arn]
+    strictness = sorted({s.strict for s in servers})
     problems = []
     for expression in permitted:
         if is_unknown(expression):
             continue
-        if not isinstance(expression, str) or kiam_rules.regexp_problem(expression):
-            problem = kiam_rules.regexp_problem(str(expression))
+        problem = (
+            kiam_rules.regexp_problem(expression)
+            if isinstance(expression, str)
+            else "it is not a string"
+        )
+        if problem is not None:
             problems.append(f"namespace {app.namespace} permits {expression!r}: {problem}")
             continue
-        for server in servers:
-            if not kiam_rules.permits(expression, app.arn or "", strict=server.strict):
+        for strict in strictness:
+            if not kiam_rules.permits(expression, arn, strict=strict):
                 problems.append(
-                    f"namespace {app.namespace} permits {expression!r}, which does not admit {app.arn}"
+                    f"namespace {app.namespace} permits {expression!r}, which does not admit {arn}"
                 )
             problems += [
-                f"namespace {app.namespace} permits {expression!r}, which also admits {o.arn} "
-                f"of namespace {o.namespace}"
-                for o in others
-                if kiam_rules.permits(expression, o.arn or "", strict=server.strict)
+                f"namespace {app.namespace} permits {expression!r}, which also admits {other} "
+                f"of namespace {namespace}"
+                for other, namespace in others
+                if kiam_rules.permits(expression, other, strict=strict)
             ]
     return problems
 

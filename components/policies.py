@@ -55,8 +55,8 @@ def application_role_patterns(
 
     One pattern for the configured path and prefix, and one more for each application path below
     it that the first does not already cover: IAM's `*` matches `/` too, so `role/apps/*` covers
-    every sub-path, but `role/apps/app-*` does not cover `role/apps/team/app-x` (kiam issue #11).
-    A sub-path pattern keeps the prefix, so it is never broader than the settings allow.
+    every sub-path, but `role/apps/app-*` does not cover `role/apps/team/app-x` (issue 11). A
+    sub-path pattern keeps the prefix, so it is never broader than the settings allow.
     """
     if iam.allow_any_role:
         return [role_arn(partition, account_id, "/", "*")]

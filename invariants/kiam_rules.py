@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import warnings
 
+from invariants.view import flag_values
+
 ROLE_BASE_ARN_FLAG = "--role-base-arn"
 STRICT_OFF_FLAG = "--disable-strict-namespace-regexp"
 
@@ -88,3 +90,18 @@ def permits(expression: str, arn: str, *, strict: bool = True) -> bool:
     if not expression:
         return False
     return _compile(f"^{expression}$" if strict else expression).search(arn) is not None
+
+
+def granted_role(
+    pod_annotation: str, namespace_permitted: str, server_args: list[str]
+) -> str | None:
+    """The role ARN kiam v4.2 would assume for a pod, or None where kiam would refuse the pod:
+    the annotation resolved against the server's `--role-base-arn`, if the namespace's
+    `iam.amazonaws.com/permitted` admits it as that server matches. For a live check: pass the
+    live pod's annotation, the live namespace's annotation and the live server's args."""
+    bases = flag_values(server_args, ROLE_BASE_ARN_FLAG)
+    if len(bases) != 1 or regexp_problem(namespace_permitted) is not None:
+        return None
+    arn = resolve(pod_annotation, bases[0])
+    strict = strict_namespace_regexp(server_args)
+    return arn if arn and permits(namespace_permitted, arn, strict=strict) else None

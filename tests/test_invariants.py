@@ -1034,3 +1034,22 @@ def test_kiam_matches_strictly_unless_told_not_to(args: list[str], strict: bool)
     from invariants.kiam_rules import strict_namespace_regexp
 
     assert strict_namespace_regexp(args) is strict
+
+
+@pytest.mark.parametrize(
+    ("annotation", "permitted", "args", "granted"),
+    [
+        ("team-a/x", f"^({BASE}team-a/x)$", [f"--role-base-arn={BASE}"], f"{BASE}team-a/x"),
+        # The bare name resolves to a role directly under the base, which the namespace refuses.
+        ("x", f"^({BASE}team-a/x)$", [f"--role-base-arn={BASE}"], None),
+        (f"{BASE}team-a/x", f"^({BASE}team-a/x)$", [f"--role-base-arn={BASE}"], f"{BASE}team-a/x"),
+        ("team-a/x", "", [f"--role-base-arn={BASE}"], None),
+        ("team-a/x", f"^({BASE}team-a/x)$", [], None),
+    ],
+)
+def test_granted_role_is_what_kiam_would_assume_for_a_live_pod(
+    annotation: str, permitted: str, args: list[str], granted: str | None
+) -> None:
+    from invariants.kiam_rules import granted_role
+
+    assert granted_role(annotation, permitted, ["server", *args]) == granted

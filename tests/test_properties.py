@@ -128,7 +128,7 @@ def test_every_exported_application_is_reachable(config: dict[str, Any]) -> None
     """Guarantee 11 from the outside: what the stack exports (role ARN, pod annotation, base ARN)
     fits the server's permission and the namespace regexps the way IAM and kiam decide."""
     from invariants.iam_documents import allows, statements
-    from invariants.kiam_rules import permits, resolve
+    from invariants.kiam_rules import granted_role, permits, resolve
 
     recording = run_program(config)
     outputs = recording.stack_outputs
@@ -141,14 +141,17 @@ def test_every_exported_application_is_reachable(config: dict[str, Any]) -> None
         ]
         for r in recording.by_type("kubernetes:core/v1:NamespacePatch")
     }
+    deployment = recording.one("kubernetes:apps/v1:Deployment")
+    server_args = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["args"]
     for app, out in exported.items():
         arn, namespace = out["roleArn"], config["kiam:applications"][app]["namespace"]
+        annotation = out["podAnnotation"]["iam.amazonaws.com/role"]
         assert allows(statements(json.loads(policy.inputs["policy"])), "sts:AssumeRole", arn)
-        assert (
-            resolve(out["podAnnotation"]["iam.amazonaws.com/role"], outputs["roleBaseArn"]) == arn
-        )
+        assert resolve(annotation, outputs["roleBaseArn"]) == arn
         assert out["serviceAccountAnnotation"] == {"eks.amazonaws.com/role-arn": arn}
         assert permits(permitted[namespace], arn)
+        # What a live check asks of the live pod, namespace and server Deployment.
+        assert granted_role(annotation, permitted[namespace], server_args) == arn
         assert not any(
             permits(permitted[namespace], other["roleArn"])
             for name, other in exported.items()

@@ -44,8 +44,8 @@ def strict_namespace_regexp(server_args: list[str]) -> bool:
 
 
 # Python accepts these but Go's RE2 refuses to compile them (lookarounds, backreferences, atomic
-# groups, conditionals): kiam then returns an error for every pod of the namespace.
-_RE2_REFUSES = re.compile(r"\(\?(?:[=!>(]|<[=!]|P=)|\\[1-9]")
+# groups, conditionals, `\Z`): kiam then returns an error for every pod of the namespace.
+_RE2_REFUSES = re.compile(r"\(\?(?:[=!>(]|<[=!]|P=)|\\[1-9Z]")
 # Go syntax Python reads differently or not at all: POSIX classes, `\z`, `\p{..}`, `\Q..\E`, `\C`.
 _GO_ONLY = re.compile(r"\[\[:|\\[zpPQEC]")
 
@@ -53,7 +53,7 @@ _GO_ONLY = re.compile(r"\[\[:|\\[zpPQEC]")
 def regexp_problem(expression: str) -> str | None:
     """Why `expression` cannot be matched here the way kiam matches it, or None."""
     if _RE2_REFUSES.search(expression):
-        return "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups or conditionals"
+        return "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z"
     if _GO_ONLY.search(expression):
         return "it uses Go-only syntax ([[:class:]], \\z, \\p, \\Q, \\C) this check does not read"
     try:

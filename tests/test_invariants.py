@@ -710,7 +710,7 @@ APP_CASES: list[Case] = [
                 REACHABLE,
                 app_urn(rs, "billing"),
                 "namespace billing permits '^(?=arn:).*app-billing$': Go's RE2, which kiam uses, "
-                "does not compile lookarounds, backreferences, atomic groups or conditionals",
+                "does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
             )
         ],
     ),
@@ -991,11 +991,15 @@ def test_kiam_matches_the_namespace_regexp_like_kiam(
         (r"^arn:\d+$", None),
         (
             "^(?!arn:x).*$",
-            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups or conditionals",
+            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
         ),
         (
             r"^(a)\1$",
-            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups or conditionals",
+            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
+        ),
+        (
+            r"^arn:.*\Z",
+            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
         ),
         (
             "^[[:alpha:]]+$",

@@ -10,11 +10,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components import policies
-from components.policies import ROLE_TAG
+from components.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
+from components.policies import NAMESPACE_TAG, POD_ANNOTATION_TAG, ROLE_TAG, SERVICE_ACCOUNT_TAG
 from settings.applications import ApplicationSettings
-
-ROLE_ANNOTATION = "iam.amazonaws.com/role"
-IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,10 +25,13 @@ class ApplicationRoleArgs:
     """IAM path of the role (inside the pattern the kiam server may assume)."""
     server_role_arn: pulumi.Input[str]
     """The kiam-server role, the only kiam principal the role trusts."""
+    role_base_arn: str
+    """kiam's `--role-base-arn`: the pod annotation is the role's ARN relative to it."""
     oidc_issuer: pulumi.Input[str] | None = None
     """The cluster's OIDC issuer URL, when the application is also trusted through IRSA."""
+    account_id: str
+    """The stack's account: the role's ARN, hence its pod annotation, names it."""
     partition: str = "aws"
-    account_id: str = ""
 
 
 class ApplicationRole(pulumi.ComponentResource):
@@ -41,7 +42,7 @@ class ApplicationRole(pulumi.ComponentResource):
     role_arn: pulumi.Output[str]
     """Its ARN (`ApplicationAccess`)."""
     pod_annotation: dict[str, str]
-    """Pod annotation that makes kiam hand out this role."""
+    """Pod annotation that makes kiam hand out this role: its ARN relative to `--role-base-arn`."""
     service_account_annotation: pulumi.Output[dict[str, str]]
     """Service-account annotation that selects the role through IRSA (once trusted for it)."""
 
@@ -52,6 +53,13 @@ class ApplicationRole(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
         irsa = s.irsa
+        # Known before the role exists: IAM's ARN format is fixed, and the AWS provider is pinned
+        # to this account. What kiam resolves the annotation to is checked against the role's
+        # real ARN by the `application-reachable` guarantee.
+        annotation = policies.pod_role_annotation(
+            policies.role_arn(args.partition, args.account_id, args.path, s.role_name),
+            args.role_base_arn,
+        )
         trust = pulumi.Output.all(args.server_role_arn, args.oidc_issuer if irsa else None).apply(
             lambda parts: json.dumps(
                 application_trust_policy(
@@ -72,7 +80,12 @@ class ApplicationRole(pulumi.ComponentResource):
             description=f"kiam application role for namespace {s.namespace}",
             assume_role_policy=trust,
             max_session_duration=3600,
-            tags={ROLE_TAG: "application"},
+            tags={
+                ROLE_TAG: "application",
+                NAMESPACE_TAG: s.namespace,
+                POD_ANNOTATION_TAG: annotation,
+                **({SERVICE_ACCOUNT_TAG: irsa.service_account} if irsa else {}),
+            },
             opts=child,
         )
         for arn in s.managed_policy_arns:
@@ -88,7 +101,7 @@ class ApplicationRole(pulumi.ComponentResource):
                 opts=child,
             )
         self.role_arn = self.role.arn
-        self.pod_annotation = {ROLE_ANNOTATION: s.role_name}
+        self.pod_annotation = {ROLE_ANNOTATION: annotation}
         self.service_account_annotation = self.role.arn.apply(lambda arn: {IRSA_ANNOTATION: arn})
         self.register_outputs(
             {

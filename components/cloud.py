@@ -38,8 +38,8 @@ class KiamRoles(Protocol):
         ...
 
     @property
-    def application_role_pattern(self) -> str:
-        """The ARN pattern of the application roles the server may assume."""
+    def application_role_patterns(self) -> list[str]:
+        """The ARN patterns of the application roles the server may assume."""
         ...
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -22,6 +23,8 @@ class IamArgs:
     """Account, region and partition of the roles."""
     iam: IamSettings
     """Role paths and the application-role pattern."""
+    application_paths: Sequence[str] = ()
+    """IAM paths of the stack's application roles; each below the base path gets its own pattern."""
 
 
 class KiamIam(pulumi.ComponentResource):
@@ -35,8 +38,8 @@ class KiamIam(pulumi.ComponentResource):
     """The role kiam-server assumes (`--assume-role-arn`) to assume application roles."""
     role_base_arn: str
     """kiam's `--role-base-arn`."""
-    application_role_pattern: str
-    """The ARN pattern the server may assume."""
+    application_role_patterns: list[str]
+    """The ARN patterns the server may assume."""
     node_role_arn: pulumi.Output[str]
     """`node_role`'s ARN (`KiamRoles`)."""
     server_role_arn: pulumi.Output[str]
@@ -90,14 +93,16 @@ class KiamIam(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        self.application_role_pattern = policies.application_role_pattern(
-            partition, account, args.iam
+        self.application_role_patterns = policies.application_role_patterns(
+            partition, account, args.iam, args.application_paths
         )
         aws.iam.RolePolicy(
             f"{name}-server-assume-applications",
             role=self.server_role.name,
             policy=json.dumps(
-                policies.assume_role_policy(self.application_role_pattern, "AssumeApplicationRoles")
+                policies.assume_role_policy(
+                    self.application_role_patterns, "AssumeApplicationRoles"
+                )
             ),
             opts=child,
         )
@@ -110,6 +115,6 @@ class KiamIam(pulumi.ComponentResource):
                 "node_role": self.node_role,
                 "server_role": self.server_role,
                 "role_base_arn": self.role_base_arn,
-                "application_role_pattern": self.application_role_pattern,
+                "application_role_patterns": self.application_role_patterns,
             }
         )

@@ -13,6 +13,12 @@ ZONE_TOPOLOGY = "topology.kubernetes.io/zone"
 NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
 # On the server Deployment while a running install's agents are still the ones in service.
 AGENTS_ANNOTATION = "kiam.pulumi.io/agents"
+# kiam's pod annotation (a role name, a path relative to --role-base-arn, or an ARN), its
+# namespace annotation (a regexp of the role ARNs the namespace's pods may assume), and IRSA's
+# service-account annotation (a role ARN).
+ROLE_ANNOTATION = "iam.amazonaws.com/role"
+PERMITTED_ANNOTATION = "iam.amazonaws.com/permitted"
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
 
 
 def selector_labels(role: Role) -> dict[str, str]:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-PERMITTED_ANNOTATION = "iam.amazonaws.com/permitted"
+from components.labels import PERMITTED_ANNOTATION
+
 # What Go's regexp treats as special; role ARNs may contain `.` and `+`.
 _REGEXP_SPECIAL = set(r"\.+*?()|[]{}^$")
 

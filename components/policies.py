@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from settings.applications import ApplicationSettings
 from settings.iam import IamSettings
 
 PolicyDocument = dict[str, Any]
@@ -11,6 +13,12 @@ PolicyDocument = dict[str, Any]
 # Tags name each kiam role's part in the chain, so policy checks find it whatever its name.
 ROLE_TAG = "kiam:role"
 ALLOW_ANY_ROLE_TAG = "kiam:allow-any-role"
+# On each application role: who may use it and how, so the checks can follow one application end
+# to end (role, server permission, pod annotation, namespace regexp) at every gate, even where
+# the stack's outputs are out of sight (the policy pack).
+NAMESPACE_TAG = "kiam:namespace"
+POD_ANNOTATION_TAG = "kiam:pod-annotation"
+SERVICE_ACCOUNT_TAG = "kiam:service-account"
 
 # AWS managed policies every EKS worker node needs, keyed by the name used for the attachment.
 NODE_MANAGED_POLICIES = (
@@ -30,11 +38,49 @@ def role_base_arn(partition: str, account_id: str, iam: IamSettings) -> str:
     return f"arn:{partition}:iam::{account_id}:role{iam.application_role_path}"
 
 
-def application_role_pattern(partition: str, account_id: str, iam: IamSettings) -> str:
-    """The narrowest ARN pattern covering the application roles the server may assume."""
+def application_path(iam: IamSettings, application: ApplicationSettings) -> str:
+    """An application role's IAM path: its own, or the configured application path."""
+    return application.path or iam.application_role_path
+
+
+def role_arn(partition: str, account_id: str, path: str, name: str) -> str:
+    """The ARN IAM gives a role: its path and name are both part of it."""
+    return f"arn:{partition}:iam::{account_id}:role{path}{name}"
+
+
+def application_role_patterns(
+    partition: str, account_id: str, iam: IamSettings, application_paths: Iterable[str] = ()
+) -> list[str]:
+    """The narrowest ARN patterns covering the application roles the server may assume.
+
+    One pattern for the configured path and prefix, and one more for each application path below
+    it that the first does not already cover: IAM's `*` matches `/` too, so `role/apps/*` covers
+    every sub-path, but `role/apps/app-*` does not cover `role/apps/team/app-x` (issue 11). A
+    sub-path pattern keeps the prefix, so it is never broader than the settings allow.
+    """
     if iam.allow_any_role:
-        return f"arn:{partition}:iam::{account_id}:role/*"
-    return f"{role_base_arn(partition, account_id, iam)}{iam.application_role_name_prefix}*"
+        return [role_arn(partition, account_id, "/", "*")]
+    prefix = iam.application_role_name_prefix
+    base = role_arn(partition, account_id, iam.application_role_path, prefix)
+    # Every pattern is a literal followed by one `*` (paths and prefixes cannot hold `*` or `?`),
+    # so one covers another exactly when its literal is a prefix of the other's.
+    literals = [base]
+    for path in sorted(set(application_paths)):
+        literal = role_arn(partition, account_id, path, prefix)
+        if not any(literal.startswith(known) for known in literals):
+            literals.append(literal)
+    return [f"{literal}*" for literal in literals]
+
+
+def pod_role_annotation(arn: str, role_base_arn: str) -> str:
+    """What a pod annotates (`iam.amazonaws.com/role`) so that kiam resolves it to `arn`.
+
+    kiam v4.2 (`pkg/aws/sts/arn_resolver.go`) keeps an annotation starting with `arn:` as it is,
+    and otherwise prefixes `--role-base-arn` to it (after dropping one leading `/`). A role below
+    the base therefore goes by its path relative to the base (`team-a/billing-api`), which stays
+    the same in every account; any other role by its full ARN.
+    """
+    return arn[len(role_base_arn) :] if arn.startswith(role_base_arn) else arn
 
 
 def ec2_trust_policy() -> PolicyDocument:
@@ -47,8 +93,11 @@ def role_trust_policy(principal_role_arn: str) -> PolicyDocument:
     return _trust({"AWS": principal_role_arn})
 
 
-def assume_role_policy(resource: str, sid: str) -> PolicyDocument:
-    """Permission to call sts:AssumeRole on one ARN or ARN pattern, and nothing else."""
+def assume_role_policy(resource: str | list[str], sid: str) -> PolicyDocument:
+    """Permission to call sts:AssumeRole on ARNs or ARN patterns, and nothing else."""
+    # One pattern stays a plain string: the document of a stack without sub-paths is unchanged.
+    if isinstance(resource, list) and len(resource) == 1:
+        resource = resource[0]
     return {
         "Version": "2012-10-17",
         "Statement": [

@@ -1,4 +1,4 @@
-"""The ten guarantees. Each check returns violations; unknown values (preview) are never judged."""
+"""The eleven guarantees. Each check returns violations; unknown values (preview) are never judged."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ from typing import Any
 from components.labels import AGENTS_ANNOTATION, HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
 from components.policies import ALLOW_ANY_ROLE_TAG
 from components.tokens import CERT_REQUEST, CLUSTER_ROLE_BINDING, PDB, ROLE_POLICY, SECRET
+from invariants.applications import application_reachable
+from invariants.iam_documents import as_list, document, statements
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match
 from invariants.view import (
+    AGENT_CONTAINER,
+    SERVER_CONTAINER,
     KiamView,
     container,
     flag_values,
@@ -21,7 +25,6 @@ from invariants.view import (
 from settings.base import duration_seconds
 
 Check = Callable[[KiamView], list[Violation]]
-SERVER_CONTAINER, AGENT_CONTAINER = "kiam-server", "kiam-agent"
 AGENT_CAPABILITIES = frozenset({"NET_ADMIN", "NET_RAW"})
 NO_CAPABILITIES: frozenset[str] = frozenset()
 
@@ -277,14 +280,14 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
 
     if node.urn not in server.property_dependencies.get("assumeRolePolicy", frozenset()):
         report(server, "its trust policy is not built from the server node role")
-    for statement in _statements(_document(server.inputs.get("assumeRolePolicy")) or {}):
+    for statement in statements(document(server.inputs.get("assumeRolePolicy")) or {}):
         if not _trusts_only(statement, node.outputs.get("arn")):
             report(
                 server,
                 f"trust admits {statement.get('Principal')!r}, not only the server node role",
             )
     for app in view.roles_tagged("application"):
-        for statement in _statements(_document(app.inputs.get("assumeRolePolicy")) or {}):
+        for statement in statements(document(app.inputs.get("assumeRolePolicy")) or {}):
             principal = statement.get("Principal")
             irsa = (
                 isinstance(principal, dict)
@@ -304,13 +307,13 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
         role_sources = policy.property_dependencies.get("role", frozenset())
         if not {node.urn, server.urn} & role_sources:
             continue  # an application's own permissions are the application's business
-        document = _document(policy.inputs.get("policy"))
+        policy_document = document(policy.inputs.get("policy"))
         on_node = node.urn in role_sources
-        for statement in _statements(document or {}):
-            actions = _as_list(statement.get("Action"))
+        for statement in statements(policy_document):
+            actions = as_list(statement.get("Action"))
             if actions != ["sts:AssumeRole"]:
                 report(policy, f"grants {actions}; kiam's roles need only sts:AssumeRole")
-            for resource in _as_list(statement.get("Resource")):
+            for resource in as_list(statement.get("Resource")):
                 if resource == "*" or (resource.endswith(":role/*") and not allow_any):
                     report(policy, f"sts:AssumeRole on {resource} without allowAnyRole: true")
                 if on_node and server_arn and resource != server_arn:
@@ -331,21 +334,6 @@ def _trusts_only(statement: Any, role_arn: str | None) -> bool:
     if not isinstance(arn, str) or arn == "*" or arn.endswith(":root"):
         return False
     return role_arn is None or arn == role_arn
-
-
-def _document(text: Any) -> Any:
-    if is_unknown(text) or not isinstance(text, str):
-        return None
-    return json.loads(text)
-
-
-def _statements(document: Any) -> list[Any]:
-    statements = document.get("Statement", [])
-    return statements if isinstance(statements, list) else [statements]
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value] if value is not None else []
 
 
 def node_group_replacement(view: KiamView) -> list[Violation]:
@@ -492,6 +480,7 @@ CHECKS: dict[str, Check] = {
     "node-group-replacement": node_group_replacement,
     "ordering": ordering,
     "container-privileges": container_privileges,
+    "application-reachable": application_reachable,
 }
 
 

@@ -6,9 +6,21 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
+from components.labels import PERMITTED_ANNOTATION
 from components.policies import ROLE_TAG
-from components.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP, ROLE, SERVICE
-from invariants.model import Resource, by_type, dig, is_unknown
+from components.tokens import (
+    DAEMON_SET,
+    DEPLOYMENT,
+    NAMESPACE,
+    NAMESPACE_PATCH,
+    NODE_GROUP,
+    ROLE,
+    ROLE_POLICY,
+    SERVICE,
+)
+from invariants.model import UNKNOWN, Resource, by_type, dig, is_unknown
+
+SERVER_CONTAINER, AGENT_CONTAINER = "kiam-server", "kiam-agent"
 
 
 def _component(resource: Resource) -> str | None:
@@ -43,6 +55,25 @@ class KiamView:
     def roles_tagged(self, value: str) -> list[Resource]:
         return [r for r in self.of_type(ROLE) if dig(r.inputs, "tags", ROLE_TAG) == value]
 
+    def inline_policies_of(self, role: Resource) -> list[Resource]:
+        """The inline policies whose `role` comes from this role."""
+        return [
+            p
+            for p in self.of_type(ROLE_POLICY)
+            if role.urn in p.property_dependencies.get("role", frozenset())
+        ]
+
+    def permitted(self, namespace: str) -> list[Any]:
+        """The `iam.amazonaws.com/permitted` values this stack gives a namespace (created or
+        patched); an element may be `UNKNOWN` during a preview."""
+        found = []
+        for r in [*self.of_type(NAMESPACE), *self.of_type(NAMESPACE_PATCH)]:
+            name = dig(r.inputs, "metadata", "name")
+            value = dig(r.inputs, "metadata", "annotations", PERMITTED_ANNOTATION)
+            if is_unknown(name) or (name == namespace and value is not None):
+                found.append(UNKNOWN if is_unknown(name) else value)
+        return found
+
     def by_name(self, type_: str, name: Any, namespace: Any = None) -> Resource | None:
         for r in self.of_type(type_):
             meta = r.inputs.get("metadata") or {}
@@ -54,7 +85,7 @@ class KiamView:
 
     def dialed_service(self, agent: Resource) -> tuple[str | None, Resource | None]:
         """The host an agent dials and the Service of this stack with that name, if any."""
-        addresses = flag_values(dig(container(agent, "kiam-agent"), "args"), "--server-address")
+        addresses = flag_values(dig(container(agent, AGENT_CONTAINER), "args"), "--server-address")
         if len(addresses) != 1:
             return None, None
         host = addresses[0].rsplit(":", 1)[0]

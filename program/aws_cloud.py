@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pulumi
 
+from components import policies
 from components.application_role import ApplicationRole, ApplicationRoleArgs
 from components.cloud import KiamRoles
 from components.iam import IamArgs, KiamIam
@@ -24,7 +25,8 @@ class AwsCloud:
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> KiamIam:
         s = self.settings
-        return KiamIam(name, IamArgs(cluster=s.cluster, iam=s.iam), opts)
+        paths = [policies.application_path(s.iam, app) for app in s.applications.values()]
+        return KiamIam(name, IamArgs(cluster=s.cluster, iam=s.iam, application_paths=paths), opts)
 
     def server_nodes(
         self, name: str, roles: KiamRoles, opts: pulumi.ResourceOptions
@@ -54,8 +56,9 @@ class AwsCloud:
             name,
             ApplicationRoleArgs(
                 settings=settings,
-                path=settings.path or s.iam.application_role_path,
+                path=policies.application_path(s.iam, settings),
                 server_role_arn=roles.server_role_arn,
+                role_base_arn=roles.role_base_arn,
                 oidc_issuer=self.oidc_issuer,
                 partition=s.cluster.partition,
                 account_id=s.cluster.account_id,

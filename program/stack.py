@@ -32,7 +32,7 @@ def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
     pulumi.export("nodeRoleArn", kiam.roles.node_role_arn)
     pulumi.export("serverRoleArn", kiam.roles.server_role_arn)
     pulumi.export("roleBaseArn", kiam.roles.role_base_arn)
-    pulumi.export("applicationRolePattern", kiam.roles.application_role_pattern)
+    pulumi.export("applicationRolePatterns", kiam.roles.application_role_patterns)
     pulumi.export("nodeGroupName", kiam.server_nodes.node_group_name)
     pulumi.export("serverAddress", kiam.server_address)
     pulumi.export("namespace", settings.namespace.name)

@@ -45,11 +45,14 @@ class ApplicationSettings(Model):
     namespace: DnsLabel = Field(description="Namespace whose pods may assume the role.")
     role_name: RoleName = Field(
         description="IAM role name; must start with `kiam:iam.applicationRoleNamePrefix`. Pods "
-        "annotate `iam.amazonaws.com/role: <roleName>`."
+        "annotate `iam.amazonaws.com/role` with the role's path below "
+        "`kiam:iam.applicationRolePath` and this name (`<roleName>`, or `team-a/<roleName>` for "
+        "path `/kiam-apps/team-a/`): the stack output `applications` gives it."
     )
     path: RolePath | None = Field(
         default=None,
-        description="IAM path of the role; defaults to `kiam:iam.applicationRolePath` and must lie under it.",
+        description="IAM path of the role; defaults to `kiam:iam.applicationRolePath` and must "
+        "lie under it. The server may assume roles under each such path (with the name prefix).",
     )
     managed_policy_arns: list[PolicyArn] = Field(
         default=[],

@@ -69,15 +69,21 @@ class IamSettings(Model):
                 "applicationRolePath '/' with no applicationRoleNamePrefix lets the server assume "
                 "every role in the account; narrow it, or set allowAnyRole: true to mean it"
             )
-        if self.allow_any_role or not self.kiam_role_path.startswith(self.application_role_path):
-            return self
-        # What follows the application path in the ARN of kiam's own roles.
-        rest = self.kiam_role_path[len(self.application_role_path) :] + KIAM_ROLE_NAME_PREFIX
         prefix = self.application_role_name_prefix
-        if rest.startswith(prefix) or prefix.startswith(rest):
+        if self.pattern_covers_kiam_roles(self.application_role_path):
             raise ValueError(
                 f"applicationRolePath {self.application_role_path!r} with prefix {prefix!r} "
                 f"also matches kiam's own roles under kiamRolePath {self.kiam_role_path!r}: "
                 "the server could assume them"
             )
         return self
+
+    def pattern_covers_kiam_roles(self, path: str) -> bool:
+        """Whether the server's pattern for roles under `path` (`role<path><prefix>*`) would
+        also cover kiam's own roles; always false with allowAnyRole, which means it."""
+        if self.allow_any_role or not self.kiam_role_path.startswith(path):
+            return False
+        # What follows the path in the ARN of kiam's own roles.
+        rest = self.kiam_role_path[len(path) :] + KIAM_ROLE_NAME_PREFIX
+        prefix = self.application_role_name_prefix
+        return rest.startswith(prefix) or prefix.startswith(rest)

@@ -154,6 +154,13 @@ class StackSettings(Model):
                     f"kiam:applications.{app}.path {path!r} is outside kiam:iam.applicationRolePath "
                     f"{iam.application_role_path!r}: the kiam server could not assume the role"
                 )
+            # The server gets one pattern per application path (components/policies.py).
+            if iam.pattern_covers_kiam_roles(path):
+                raise ValueError(
+                    f"kiam:applications.{app}.path {path!r} with kiam:iam.applicationRoleNamePrefix "
+                    f"{iam.application_role_name_prefix!r} also matches kiam's own roles under "
+                    f"kiam:iam.kiamRolePath {iam.kiam_role_path!r}: the server could assume them"
+                )
             if not settings.role_name.startswith(iam.application_role_name_prefix):
                 raise ValueError(
                     f"kiam:applications.{app}.roleName {settings.role_name!r} does not start with "

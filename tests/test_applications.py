@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,7 +81,18 @@ def test_kiam_only_trust(apps_run: Recording) -> None:
         ],
     }
     assert (worker.inputs["name"], worker.inputs["path"]) == ("billing.worker", "/kiam-apps/")
-    assert worker.inputs["tags"] == {"kiam:role": "application"}
+    # Who uses the role and how, for the application-reachable check at every gate.
+    assert worker.inputs["tags"] == {
+        "kiam:role": "application",
+        "kiam:namespace": "billing",
+        "kiam:pod-annotation": "billing.worker",
+    }
+    assert apps_run.one(ROLE, "kiam-app-billing").inputs["tags"] == {
+        "kiam:role": "application",
+        "kiam:namespace": "billing",
+        "kiam:pod-annotation": "billing-api",
+        "kiam:service-account": "api",
+    }
     assert worker.property_dependencies["assumeRolePolicy"] == (server.urn,)
 
 
@@ -142,15 +155,123 @@ def test_namespace_annotations_admit_exactly_the_namespaces_roles(apps_run: Reco
 
 
 def test_outputs_per_application(apps_run: Recording) -> None:
-    outputs: dict[str, Any] = apps_run.stack_outputs["applications"]
-    assert outputs["billing"] == {
-        "roleArn": "arn:aws:iam::111122223333:role/kiam-apps/billing-api",
-        "podAnnotation": {"iam.amazonaws.com/role": "billing-api"},
-        "serviceAccountAnnotation": {
-            "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/kiam-apps/billing-api"
+    """What a pod author writes: the pod annotation is the role's ARN relative to roleBaseArn."""
+    base = "arn:aws:iam::111122223333:role/kiam-apps/"
+    assert apps_run.stack_outputs["roleBaseArn"] == base
+    assert apps_run.stack_outputs["applications"] == {
+        "billing": {
+            "roleArn": f"{base}billing-api",
+            "podAnnotation": {"iam.amazonaws.com/role": "billing-api"},
+            "serviceAccountAnnotation": {"eks.amazonaws.com/role-arn": f"{base}billing-api"},
+        },
+        "search": {
+            "roleArn": f"{base}search/search",
+            "podAnnotation": {"iam.amazonaws.com/role": "search/search"},
+            "serviceAccountAnnotation": {"eks.amazonaws.com/role-arn": f"{base}search/search"},
+        },
+        "worker": {
+            "roleArn": f"{base}billing.worker",
+            "podAnnotation": {"iam.amazonaws.com/role": "billing.worker"},
+            "serviceAccountAnnotation": {"eks.amazonaws.com/role-arn": f"{base}billing.worker"},
         },
     }
-    assert sorted(outputs) == ["billing", "search", "worker"]
+
+
+def test_the_exported_pod_annotation_is_the_one_the_checks_follow(apps_run: Recording) -> None:
+    """The application-reachable check reads the role's tag; the output must be that very value."""
+    outputs: dict[str, Any] = apps_run.stack_outputs["applications"]
+    for app, output in outputs.items():
+        tags = apps_run.one(ROLE, f"kiam-app-{app}").inputs["tags"]
+        assert output["podAnnotation"] == {"iam.amazonaws.com/role": tags["kiam:pod-annotation"]}
+
+
+# The issue #11 scenario: a name prefix, and applications with their own path below the base.
+PREFIXED_APPS = {
+    "billing": {"namespace": "billing", "roleName": "app-billing"},
+    "search": {
+        "namespace": "search",
+        "roleName": "app-search",
+        "path": "/kiam-apps/team-a/",
+        "irsa": {"serviceAccount": "indexer"},
+    },
+    "ranking": {"namespace": "search", "roleName": "app-ranking", "path": "/kiam-apps/team-a/ml/"},
+}
+
+
+@pytest.fixture(scope="module")
+def prefixed_run() -> Recording:
+    return run_program(
+        base_config(iam={"applicationRoleNamePrefix": "app-"}, applications=PREFIXED_APPS)
+    )
+
+
+def test_the_server_may_assume_roles_below_each_application_path(prefixed_run: Recording) -> None:
+    base = "arn:aws:iam::111122223333:role/kiam-apps/"
+    patterns = [f"{base}app-*", f"{base}team-a/app-*", f"{base}team-a/ml/app-*"]
+    policy = prefixed_run.one(
+        "aws:iam/rolePolicy:RolePolicy", "kiam-iam-server-assume-applications"
+    )
+    assert json.loads(policy.inputs["policy"])["Statement"] == [
+        {
+            "Sid": "AssumeApplicationRoles",
+            "Effect": "Allow",
+            "Action": "sts:AssumeRole",
+            "Resource": patterns,
+        }
+    ]
+    assert prefixed_run.stack_outputs["applicationRolePatterns"] == patterns
+
+
+def test_pods_annotate_the_path_below_the_base(prefixed_run: Recording) -> None:
+    base = "arn:aws:iam::111122223333:role/kiam-apps/"
+    outputs: dict[str, Any] = prefixed_run.stack_outputs["applications"]
+    assert {app: (o["roleArn"], o["podAnnotation"]) for app, o in outputs.items()} == {
+        "billing": (f"{base}app-billing", {"iam.amazonaws.com/role": "app-billing"}),
+        "search": (f"{base}team-a/app-search", {"iam.amazonaws.com/role": "team-a/app-search"}),
+        "ranking": (
+            f"{base}team-a/ml/app-ranking",
+            {"iam.amazonaws.com/role": "team-a/ml/app-ranking"},
+        ),
+    }
+    annotations = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"]["annotations"]
+        for r in prefixed_run.by_type("kubernetes:core/v1:NamespacePatch")
+    }
+    assert annotations == {
+        "billing": {"iam.amazonaws.com/permitted": f"^({base}app-billing)$"},
+        "search": {
+            "iam.amazonaws.com/permitted": f"^({base}team-a/app-search|{base}team-a/ml/app-ranking)$"
+        },
+    }
+
+
+def test_every_application_with_a_path_and_a_prefix_is_reachable(prefixed_run: Recording) -> None:
+    from invariants import check_all
+    from invariants.recorded import resources_from_recording
+
+    assert check_all(resources_from_recording(prefixed_run)) == []
+
+
+@pytest.mark.parametrize(
+    ("arn", "base", "annotation"),
+    [
+        ("arn:aws:iam::1:role/kiam-apps/a", "arn:aws:iam::1:role/kiam-apps/", "a"),
+        ("arn:aws:iam::1:role/kiam-apps/t/a", "arn:aws:iam::1:role/kiam-apps/", "t/a"),
+        ("arn:aws:iam::1:role/a", "arn:aws:iam::1:role/", "a"),
+        # Outside the base (possible only with allowAnyRole): the full ARN, which kiam keeps as is.
+        (
+            "arn:aws:iam::1:role/other/a",
+            "arn:aws:iam::1:role/kiam-apps/",
+            "arn:aws:iam::1:role/other/a",
+        ),
+    ],
+)
+def test_pod_role_annotation(arn: str, base: str, annotation: str) -> None:
+    from components.policies import pod_role_annotation
+    from invariants.kiam_rules import resolve
+
+    assert pod_role_annotation(arn, base) == annotation
+    assert resolve(annotation, base) == arn
 
 
 def test_every_guarantee_still_holds(apps_run: Recording) -> None:
@@ -215,12 +336,18 @@ def test_an_application_role_trusting_more_is_a_violation(apps_run: Recording) -
         dataclasses.replace(r, inputs={**r.inputs, "assumeRolePolicy": broad}) if r is worker else r
         for r in resources
     ]
+    server = apps_run.one(ROLE, "kiam-iam-server").outputs["arn"]
     assert check_all(broken) == [
+        Violation(
+            "application-reachable",
+            worker.urn,
+            f"does not trust the kiam-server role {server} with sts:AssumeRole",
+        ),
         Violation(
             "iam-least-privilege",
             worker.urn,
             "trust admits {'AWS': '*'}: application roles trust the kiam-server role (and IRSA) only",
-        )
+        ),
     ]
 
 
@@ -236,3 +363,32 @@ def test_an_application_role_trusting_more_is_a_violation(apps_run: Recording) -
 )
 def test_permitted_regexp(arns: list[str], expected: str) -> None:
     assert permitted_regexp(arns) == expected
+
+
+def test_the_offline_plan_shows_what_pods_annotate_and_judges_it(
+    tmp_stack: Callable[[Any], Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from components import policies
+    from tools.plan import main
+
+    apps = {k: v for k, v in PREFIXED_APPS.items() if "irsa" not in v}
+    path = tmp_stack(base_config(iam={"applicationRoleNamePrefix": "app-"}, applications=apps))
+    assert main(["--config-file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "  applications  billing: pods in billing annotate iam.amazonaws.com/role: app-billing\n"
+        "                ranking: pods in search annotate iam.amazonaws.com/role: team-a/ml/app-ranking\n"
+    ) in out
+    assert "✓ all invariants hold" in out
+    # The annotation before issue 11: the bare role name. The plan now refuses it.
+    monkeypatch.setattr(policies, "pod_role_annotation", lambda arn, base: arn.rsplit("/", 1)[1])
+    assert main(["--config-file", str(path), "--no-validate"]) == 1
+    assert (
+        "✗ [application-reachable] urn:pulumi:case::kiam::kiam:index:ApplicationRole$"
+        "aws:iam/role:Role::kiam-app-ranking: pod annotation iam.amazonaws.com/role: app-ranking "
+        "resolves against --role-base-arn=arn:aws:iam::111122223333:role/kiam-apps/ to "
+        "arn:aws:iam::111122223333:role/kiam-apps/app-ranking, not "
+        "arn:aws:iam::111122223333:role/kiam-apps/team-a/ml/app-ranking"
+    ) in capsys.readouterr().out

@@ -25,10 +25,23 @@ ROLE, POLICY, ATTACHMENT = (
 BUILT: list[KiamIam] = []
 
 
-def build(iam: IamSettings | None = None, cluster: ClusterSettings = CLUSTER) -> Recording:
+def build(
+    iam: IamSettings | None = None,
+    cluster: ClusterSettings = CLUSTER,
+    application_paths: tuple[str, ...] = (),
+) -> Recording:
     BUILT.clear()
     return run_component(
-        lambda: BUILT.append(KiamIam("iam", IamArgs(cluster=cluster, iam=iam or IamSettings())))
+        lambda: BUILT.append(
+            KiamIam(
+                "iam",
+                IamArgs(
+                    cluster=cluster,
+                    iam=iam or IamSettings(),
+                    application_paths=application_paths,
+                ),
+            )
+        )
     )
 
 
@@ -143,7 +156,51 @@ def test_server_role_may_assume_only_the_configured_pattern(
         "kiam:allow-any-role": str(iam.allow_any_role).lower(),
     }
     assert BUILT[0].role_base_arn == base
-    assert BUILT[0].application_role_pattern == pattern
+    assert BUILT[0].application_role_patterns == [pattern]
+
+
+BASE = "arn:aws:iam::111122223333:role/kiam-apps/"
+
+
+@pytest.mark.parametrize(
+    ("iam", "paths", "patterns"),
+    [
+        # A prefix: each sub-path needs its own pattern, with the prefix (kiam issue #11).
+        (
+            IamSettings(application_role_name_prefix="app-"),
+            ("/kiam-apps/", "/kiam-apps/team-b/", "/kiam-apps/team-a/", "/kiam-apps/team-a/"),
+            [f"{BASE}app-*", f"{BASE}team-a/app-*", f"{BASE}team-b/app-*"],
+        ),
+        # IAM's `*` crosses `/`: a sub-path the base pattern already covers adds nothing.
+        (
+            IamSettings(application_role_name_prefix="app-"),
+            ("/kiam-apps/app-team/", "/kiam-apps/team-a/"),
+            [f"{BASE}app-*", f"{BASE}team-a/app-*"],
+        ),
+        (IamSettings(), ("/kiam-apps/team-a/", "/kiam-apps/team-a/x/"), [f"{BASE}*"]),
+        (
+            IamSettings(application_role_path="/", allow_any_role=True),
+            ("/anywhere/",),
+            ["arn:aws:iam::111122223333:role/*"],
+        ),
+    ],
+)
+def test_one_pattern_per_application_path_the_base_does_not_cover(
+    iam: IamSettings, paths: tuple[str, ...], patterns: list[str]
+) -> None:
+    rec = build(iam, application_paths=paths)
+    statement = json.loads(rec.one(POLICY, "iam-server-assume-applications").inputs["policy"])[
+        "Statement"
+    ]
+    assert statement == [
+        {
+            "Sid": "AssumeApplicationRoles",
+            "Effect": "Allow",
+            "Action": "sts:AssumeRole",
+            "Resource": patterns if len(patterns) > 1 else patterns[0],
+        }
+    ]
+    assert BUILT[0].application_role_patterns == patterns
 
 
 def test_partition_follows_the_region() -> None:

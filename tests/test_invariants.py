@@ -12,7 +12,7 @@ import pytest
 
 from invariants import UNKNOWN, Resource, Violation, check_all
 from invariants.recorded import resources_from_recording
-from tests.conftest import EXAMPLE_STACKS, example_config, run_program
+from tests.conftest import EXAMPLE_STACKS, base_config, example_config, run_program
 from tools.mock_engine import Recording
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -527,10 +527,13 @@ def test_each_check_catches_its_breakage_exactly(
     assert check_all(breaks(resources)) == sorted(Violation(*v) for v in expected(resources))
 
 
-def test_every_check_is_exercised_by_a_breakage(resources: list[Resource]) -> None:
+def test_every_check_is_exercised_by_a_breakage(
+    resources: list[Resource], app_resources: list[Resource]
+) -> None:
     from invariants import CHECKS
 
     exercised = {v[0] for _, _, expected in CASES for v in expected(resources)}
+    exercised |= {v[0] for _, _, expected in APP_CASES for v in expected(app_resources)}
     assert exercised == set(CHECKS) - {"presence"}
 
 
@@ -555,3 +558,502 @@ def test_unknown_values_are_not_judged(resources: list[Resource]) -> None:
         resources, DEPLOYMENT, lambda i: pod(i)["containers"][0].update(args=["server"])
     )
     assert {v.id for v in check_all(broken)} == {"server-args"}
+
+
+# 11. Applications: one at the base path, one with its own path and IRSA, under a name prefix
+# (the issue #11 scenario). Each case below breaks one link between the pieces.
+ROLE = "aws:iam/role:Role"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+PATCH = "kubernetes:core/v1:NamespacePatch"
+BASE = "arn:aws:iam::111122223333:role/kiam-apps/"
+BILLING, SEARCH = f"{BASE}app-billing", f"{BASE}team-a/app-search"
+APP_CONFIG = base_config(
+    iam={"applicationRoleNamePrefix": "app-"},
+    applications={
+        "billing": {"namespace": "billing", "roleName": "app-billing"},
+        "search": {
+            "namespace": "search",
+            "roleName": "app-search",
+            "path": "/kiam-apps/team-a/",
+            "irsa": {"serviceAccount": "indexer"},
+        },
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def app_resources() -> list[Resource]:
+    return resources_from_recording(run_program(APP_CONFIG))
+
+
+def server_arn(rs: list[Resource]) -> str:
+    arn: str = find(rs, ROLE, "kiam-iam-server").outputs["arn"]
+    return arn
+
+
+def set_permitted(value: str) -> Callable[[dict[str, Any]], None]:
+    return lambda i: i["metadata"]["annotations"].update({"iam.amazonaws.com/permitted": value})
+
+
+def set_trust(statements: Callable[[list[Any]], list[Any]]) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        trust = json.loads(inputs["assumeRolePolicy"])
+        trust["Statement"] = statements(trust["Statement"])
+        inputs["assumeRolePolicy"] = json.dumps(trust)
+
+    return change
+
+
+def set_server_patterns(patterns: list[str]) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        policy = json.loads(inputs["policy"])
+        policy["Statement"][0]["Resource"] = patterns
+        inputs["policy"] = json.dumps(policy)
+
+    return change
+
+
+def app_urn(rs: list[Resource], app: str) -> str:
+    return urn(rs, ROLE, f"kiam-app-{app}")
+
+
+def without_resource(rs: list[Resource], type_: str, name: str) -> list[Resource]:
+    return [r for r in rs if r is not find(rs, type_, name)]
+
+
+REACHABLE = "application-reachable"
+APP_CASES: list[Case] = [
+    (
+        "11 the server's pattern misses a sub-path (issue 11, reason 1)",
+        lambda rs: mutate(
+            rs,
+            ROLE_POLICY,
+            set_server_patterns([f"{BASE}app-*"]),
+            name="kiam-iam-server-assume-applications",
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "search"),
+                f"the kiam-server role's policy does not allow sts:AssumeRole on {SEARCH}",
+            )
+        ],
+    ),
+    (
+        "11 the pod annotation is the bare role name (issue 11, reason 2)",
+        lambda rs: mutate(
+            rs,
+            ROLE,
+            lambda i: i["tags"].update({"kiam:pod-annotation": "app-search"}),
+            name="kiam-app-search",
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "search"),
+                f"pod annotation iam.amazonaws.com/role: app-search resolves against "
+                f"--role-base-arn={BASE} to {BASE}app-search, not {SEARCH}",
+            )
+        ],
+    ),
+    (
+        "11 the namespace permits the role name, which kiam never matches",
+        lambda rs: mutate(rs, PATCH, set_permitted("app-billing"), name="kiam-permissions-billing"),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "billing"),
+                f"namespace billing permits 'app-billing', which does not admit {BILLING}",
+            )
+        ],
+    ),
+    (
+        "11 kiam anchors only the ends of an alternation",
+        lambda rs: mutate(
+            rs,
+            PATCH,
+            set_permitted(f"{BILLING}|kiam-apps/team-a/.*"),
+            name="kiam-permissions-billing",
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "billing"),
+                f"namespace billing permits '{BILLING}|kiam-apps/team-a/.*', which also admits "
+                f"{SEARCH} of namespace search",
+            )
+        ],
+    ),
+    (
+        "11 without strict matching an unanchored regexp admits another namespace's role",
+        lambda rs: mutate(
+            mutate(rs, PATCH, set_permitted("kiam-apps/"), name="kiam-permissions-billing"),
+            DEPLOYMENT,
+            lambda i: args(i).append("--disable-strict-namespace-regexp"),
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "billing"),
+                f"namespace billing permits 'kiam-apps/', which also admits {SEARCH} of "
+                "namespace search",
+            )
+        ],
+    ),
+    (
+        "11 a regexp Go's RE2 does not compile",
+        lambda rs: mutate(
+            rs, PATCH, set_permitted("^(?=arn:).*app-billing$"), name="kiam-permissions-billing"
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "billing"),
+                "namespace billing permits '^(?=arn:).*app-billing$': Go's RE2, which kiam uses, "
+                "does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
+            )
+        ],
+    ),
+    (
+        "11 no namespace annotation for an application",
+        lambda rs: without_resource(rs, PATCH, "kiam-permissions-search"),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "search"),
+                "namespace search has no iam.amazonaws.com/permitted annotation in this stack",
+            )
+        ],
+    ),
+    (
+        "11 the role trusts IRSA but not the kiam-server role",
+        lambda rs: mutate(rs, ROLE, set_trust(lambda st: st[1:]), name="kiam-app-search"),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "search"),
+                f"does not trust the kiam-server role {server_arn(rs)} with sts:AssumeRole",
+            )
+        ],
+    ),
+    (
+        "11 IRSA trusts every service account of the namespace",
+        lambda rs: mutate(
+            rs,
+            ROLE,
+            set_trust(
+                lambda st: [
+                    st[0],
+                    {
+                        **st[1],
+                        "Condition": {
+                            "StringLike": {
+                                k: v.replace(":indexer", ":*")
+                                for k, v in st[1]["Condition"]["StringEquals"].items()
+                            }
+                        },
+                    },
+                ]
+            ),
+            name="kiam-app-search",
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "search"),
+                "does not trust exactly system:serviceaccount:search:indexer through IRSA",
+            )
+        ],
+    ),
+    (
+        "11 a role without IRSA trusts a web identity",
+        lambda rs: mutate(
+            rs,
+            ROLE,
+            set_trust(
+                lambda st: [
+                    *st,
+                    json.loads(find(rs, ROLE, "kiam-app-search").inputs["assumeRolePolicy"])[
+                        "Statement"
+                    ][1],
+                ]
+            ),
+            name="kiam-app-billing",
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "billing"),
+                "trusts web identities (IRSA) but has no service account to trust",
+            )
+        ],
+    ),
+    (
+        "11 an application role without the tags to follow it by",
+        lambda rs: mutate(
+            rs, ROLE, lambda i: i["tags"].pop("kiam:namespace"), name="kiam-app-billing"
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                app_urn(rs, "billing"),
+                "has no kiam:namespace and kiam:pod-annotation tags to follow it by",
+            )
+        ],
+    ),
+]
+
+
+def test_applications_baseline_has_no_violation(app_resources: list[Resource]) -> None:
+    assert check_all(app_resources) == []
+    assert len([r for r in app_resources if r.name.startswith("kiam-app-") and r.type == ROLE]) == 2
+
+
+@pytest.mark.parametrize(
+    ("description", "breaks", "expected"), APP_CASES, ids=[c[0] for c in APP_CASES]
+)
+def test_application_reachable_catches_each_broken_link_exactly(
+    app_resources: list[Resource],
+    description: str,
+    breaks: Callable[[list[Resource]], list[Resource]],
+    expected: Callable[[list[Resource]], list[tuple[str, str, str]]],
+) -> None:
+    assert check_all(breaks(app_resources)) == sorted(
+        Violation(*v) for v in expected(app_resources)
+    )
+
+
+def unknown_arn(rs: list[Resource], name: str) -> list[Resource]:
+    """As during a preview that creates the role: no ARN yet."""
+    return mutate(rs, ROLE, lambda i: None, name=name, outputs={})
+
+
+def test_a_new_role_is_judged_at_preview_from_its_path_and_name_when_the_server_exists(
+    app_resources: list[Resource],
+) -> None:
+    broken = APP_CASES[0][1](app_resources)
+    preview = unknown_arn(broken, "kiam-app-search")
+    assert check_all(preview) == check_all(broken) != []
+
+
+def test_applications_are_not_judged_on_unknown_values(app_resources: list[Resource]) -> None:
+    """First preview of a stack: no role has an ARN; the server's flags and the namespace
+    annotations are built from ARNs, so they are unknown too. Nothing is judged until `up`."""
+    for case in APP_CASES[:2]:
+        broken = case[1](app_resources)
+        for name in ("kiam-iam-server", "kiam-app-billing", "kiam-app-search"):
+            broken = unknown_arn(broken, name)
+        assert check_all(broken) == []
+    bare_name = APP_CASES[1][1](app_resources)
+    assert (
+        check_all(
+            mutate(bare_name, DEPLOYMENT, lambda i: pod(i)["containers"][0].update(args=UNKNOWN))
+        )
+        == []
+    )
+    name_not_arn = APP_CASES[2][1](app_resources)
+    assert (
+        check_all(
+            mutate(name_not_arn, PATCH, set_permitted(UNKNOWN), name="kiam-permissions-billing")
+        )
+        == []
+    )
+
+
+# The facts the check relies on, as kiam v4.2 and IAM state them.
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "matches"),
+    [
+        ("arn:aws:iam::1:role/kiam-apps/*", "arn:aws:iam::1:role/kiam-apps/team-a/x", True),
+        (
+            "arn:aws:iam::1:role/kiam-apps/app-*",
+            "arn:aws:iam::1:role/kiam-apps/team-a/app-x",
+            False,
+        ),
+        ("arn:aws:iam::1:role/kiam-apps/app-*", "arn:aws:iam::1:role/kiam-apps/app-", True),
+        ("arn:aws:iam::1:role/a?c", "arn:aws:iam::1:role/abc", True),
+        ("arn:aws:iam::1:role/a?c", "arn:aws:iam::1:role/ac", False),
+        ("arn:aws:iam::1:role/App", "arn:aws:iam::1:role/app", False),
+        ("arn:aws:iam::*:role/a.b", "arn:aws:iam::1:role/a.b", True),
+        ("arn:aws:iam::1:role/a.b", "arn:aws:iam::1:role/axb", False),
+        ("arn:aws:iam::1:role/${aws:username}", "arn:aws:iam::1:role/x", False),
+        ("*", "anything/at:all", True),
+    ],
+)
+def test_iam_glob_matching(pattern: str, value: str, matches: bool) -> None:
+    from invariants.iam_documents import glob_matches
+
+    assert glob_matches(pattern, value) is matches
+
+
+ARN = "arn:aws:iam::1:role/apps/x"
+
+
+@pytest.mark.parametrize(
+    ("statements", "allowed"),
+    [
+        (
+            [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "arn:aws:iam::1:role/*"}],
+            True,
+        ),
+        ([{"Effect": "Allow", "Action": "STS:assume*", "Resource": [ARN]}], True),
+        ([{"Effect": "Allow", "Action": "sts:AssumeRoleWithSAML", "Resource": ARN}], False),
+        (
+            [
+                {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": ARN},
+                {"Effect": "Deny", "Action": "sts:*", "Resource": "arn:aws:iam::1:role/apps/*"},
+            ],
+            False,
+        ),
+        (
+            [
+                {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": ARN},
+                {"Effect": "Deny", "Action": "sts:AssumeRole", "NotResource": "arn:other"},
+            ],
+            False,
+        ),
+        (
+            [
+                {
+                    "Effect": "Allow",
+                    "Action": "sts:AssumeRole",
+                    "Resource": ARN,
+                    "Condition": {"Bool": {"aws:SecureTransport": "true"}},
+                }
+            ],
+            False,
+        ),
+        ([{"Effect": "Allow", "Action": "sts:AssumeRole", "NotResource": "arn:other"}], False),
+    ],
+)
+def test_allows_only_what_certainly_applies(statements: list[Any], allowed: bool) -> None:
+    from invariants.iam_documents import allows
+
+    assert allows(statements, "sts:AssumeRole", ARN) is allowed
+
+
+KIAM_BASE = "arn:aws:iam::account-id:role/"
+
+
+@pytest.mark.parametrize(
+    ("annotation", "arn"),
+    [
+        # The cases of kiam's own pkg/aws/sts/arn_resolver_test.go (v4.2).
+        ("myrole", f"{KIAM_BASE}myrole"),
+        ("/myrole", f"{KIAM_BASE}myrole"),
+        ("kiam/myrole", f"{KIAM_BASE}kiam/myrole"),
+        ("/kiam/myrole", f"{KIAM_BASE}kiam/myrole"),
+        (
+            "arn:aws:iam::some-other-account:role/path-prefix/another-role",
+            "arn:aws:iam::some-other-account:role/path-prefix/another-role",
+        ),
+        ("", None),
+        # One leading slash only, as strings.TrimPrefix removes.
+        ("//myrole", f"{KIAM_BASE}/myrole"),
+    ],
+)
+def test_kiam_resolves_an_annotation_like_kiam(annotation: str, arn: str | None) -> None:
+    from invariants.kiam_rules import resolve
+
+    assert resolve(annotation, KIAM_BASE) == arn
+
+
+@pytest.mark.parametrize(
+    ("expression", "arn", "strict", "permitted"),
+    [
+        # kiam's own pkg/server/policy_test.go (v4.2), TestNamespacePolicy, with an empty base.
+        ("^red.*$|^.red.*$", "red_role", True, True),
+        ("^red.*$|^.red.*$", "orange_role", True, False),
+        # Strict mode wraps without a group: `^a|b$` anchors `a` at the start and `b` at the end only.
+        ("arn:x|role/b", "arn:y:role/b", True, True),
+        ("(arn:x|role/b)", "arn:y:role/b", True, False),
+        # Not strict: a search anywhere in the ARN.
+        ("role/b", "arn:y:role/b/c", False, True),
+        ("role/b", "arn:y:role/b/c", True, False),
+        ("", "anything", True, False),
+        ("", "anything", False, False),
+    ],
+)
+def test_kiam_matches_the_namespace_regexp_like_kiam(
+    expression: str, arn: str, strict: bool, permitted: bool
+) -> None:
+    from invariants.kiam_rules import permits
+
+    assert permits(expression, arn, strict=strict) is permitted
+
+
+@pytest.mark.parametrize(
+    ("expression", "problem"),
+    [
+        ("^(arn:a|arn:b)$", None),
+        (r"^arn:\d+$", None),
+        (
+            "^(?!arn:x).*$",
+            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
+        ),
+        (
+            r"^(a)\1$",
+            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
+        ),
+        (
+            r"^arn:.*\Z",
+            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
+        ),
+        (
+            "^[[:alpha:]]+$",
+            "it uses Go-only syntax ([[:class:]], \\z, \\p, \\Q, \\C) this check does not read",
+        ),
+        (
+            r"^arn\z",
+            "it uses Go-only syntax ([[:class:]], \\z, \\p, \\Q, \\C) this check does not read",
+        ),
+        (
+            "^(arn$",
+            "it is not a regular expression (missing ), unterminated subpattern at position 1)",
+        ),
+    ],
+)
+def test_regexps_this_check_and_kiam_read_differently_are_named(
+    expression: str, problem: str | None
+) -> None:
+    from invariants.kiam_rules import regexp_problem
+
+    assert regexp_problem(expression) == problem
+
+
+@pytest.mark.parametrize(
+    ("args", "strict"),
+    [
+        (["server"], True),
+        (["server", "--disable-strict-namespace-regexp"], False),
+        (
+            ["server", "--disable-strict-namespace-regexp", "--no-disable-strict-namespace-regexp"],
+            True,
+        ),
+    ],
+)
+def test_kiam_matches_strictly_unless_told_not_to(args: list[str], strict: bool) -> None:
+    from invariants.kiam_rules import strict_namespace_regexp
+
+    assert strict_namespace_regexp(args) is strict
+
+
+@pytest.mark.parametrize(
+    ("annotation", "permitted", "args", "granted"),
+    [
+        ("team-a/x", f"^({BASE}team-a/x)$", [f"--role-base-arn={BASE}"], f"{BASE}team-a/x"),
+        # The bare name resolves to a role directly under the base, which the namespace refuses.
+        ("x", f"^({BASE}team-a/x)$", [f"--role-base-arn={BASE}"], None),
+        (f"{BASE}team-a/x", f"^({BASE}team-a/x)$", [f"--role-base-arn={BASE}"], f"{BASE}team-a/x"),
+        ("team-a/x", "", [f"--role-base-arn={BASE}"], None),
+        ("team-a/x", f"^({BASE}team-a/x)$", [], None),
+    ],
+)
+def test_granted_role_is_what_kiam_would_assume_for_a_live_pod(
+    annotation: str, permitted: str, args: list[str], granted: str | None
+) -> None:
+    from invariants.kiam_rules import granted_role
+
+    assert granted_role(annotation, permitted, ["server", *args]) == granted

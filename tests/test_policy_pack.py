@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
+import pytest
 from pulumi_policy import (
     PolicyResource,
     PolicyResourceOptions,
@@ -19,6 +21,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from invariants import CHECKS
 from policy.kiam_policy import POLICIES
+from tests.conftest import base_config, run_program
 from tools.mock_engine import Recording
 
 
@@ -105,3 +108,90 @@ def test_values_unknown_at_preview_are_not_judged(base_run: Recording) -> None:
             props["spec"]["template"]["spec"]["containers"][0]["args"] = UNKNOWN_STRING_VALUE
 
     assert run_pack(policy_resources(base_run, unknown_args)) == []
+
+
+# An application with its own path under a name prefix (issue 11), seen as the pack sees it.
+APPS = base_config(
+    iam={"applicationRoleNamePrefix": "app-"},
+    applications={
+        "search": {"namespace": "search", "roleName": "app-search", "path": "/kiam-apps/team-a/"}
+    },
+)
+SEARCH = "arn:aws:iam::111122223333:role/kiam-apps/team-a/app-search"
+
+
+@pytest.fixture(scope="module")
+def apps_run() -> Recording:
+    return run_program(APPS)
+
+
+def known_arns(*names: str) -> Any:
+    """Props as on `up` (or a preview of existing roles): the policy SDK hands over outputs."""
+
+    def change(reg: Any, props: dict[str, Any]) -> None:
+        if reg.type == "aws:iam/role:Role" and reg.name in names:
+            props["arn"] = reg.outputs["arn"]
+
+    return change
+
+
+def both(*changes: Any) -> Any:
+    def change(reg: Any, props: dict[str, Any]) -> None:
+        for c in changes:
+            c(reg, props)
+
+    return change
+
+
+def bare_name_annotation(reg: Any, props: dict[str, Any]) -> None:
+    if reg.name == "kiam-app-search" and reg.type == "aws:iam/role:Role":
+        props["tags"]["kiam:pod-annotation"] = "app-search"
+
+
+def base_pattern_only(reg: Any, props: dict[str, Any]) -> None:
+    if reg.name == "kiam-iam-server-assume-applications":
+        policy = json.loads(props["policy"])
+        policy["Statement"][0]["Resource"] = "arn:aws:iam::111122223333:role/kiam-apps/app-*"
+        props["policy"] = json.dumps(policy)
+
+
+ALL_ROLES = ("kiam-iam-server-node", "kiam-iam-server", "kiam-app-search")
+
+
+def test_reachable_applications_pass_on_up(apps_run: Recording) -> None:
+    assert run_pack(policy_resources(apps_run, known_arns(*ALL_ROLES))) == []
+
+
+def test_an_annotation_kiam_resolves_elsewhere_fails_on_up(apps_run: Recording) -> None:
+    role = apps_run.one("aws:iam/role:Role", "kiam-app-search")
+    resources = policy_resources(apps_run, both(known_arns(*ALL_ROLES), bare_name_annotation))
+    assert run_pack(resources) == [
+        (
+            "kiam-application-reachable",
+            "[application-reachable] pod annotation iam.amazonaws.com/role: app-search resolves "
+            "against --role-base-arn=arn:aws:iam::111122223333:role/kiam-apps/ to "
+            f"arn:aws:iam::111122223333:role/kiam-apps/app-search, not {SEARCH}",
+            role.urn,
+        )
+    ]
+
+
+def test_a_new_role_of_a_deployed_stack_is_judged_at_preview(apps_run: Recording) -> None:
+    """The server role exists (its ARN is known); the new application role has no ARN yet."""
+    role = apps_run.one("aws:iam/role:Role", "kiam-app-search")
+    resources = policy_resources(
+        apps_run, both(known_arns("kiam-iam-server-node", "kiam-iam-server"), base_pattern_only)
+    )
+    assert run_pack(resources) == [
+        (
+            "kiam-application-reachable",
+            "[application-reachable] the kiam-server role's policy does not allow "
+            f"sts:AssumeRole on {SEARCH}",
+            role.urn,
+        )
+    ]
+
+
+def test_the_first_preview_judges_no_application(apps_run: Recording) -> None:
+    """No role exists yet: no ARN is known, so nothing about applications is judged until `up`."""
+    assert run_pack(policy_resources(apps_run, base_pattern_only)) == []

@@ -155,7 +155,7 @@ def test_outputs(base_run: Recording) -> None:
         "nodeRoleArn": base_run.one("aws:iam/role:Role", "kiam-iam-server-node").outputs["arn"],
         "serverRoleArn": base_run.one("aws:iam/role:Role", "kiam-iam-server").outputs["arn"],
         "roleBaseArn": "arn:aws:iam::111122223333:role/kiam-apps/",
-        "applicationRolePattern": "arn:aws:iam::111122223333:role/kiam-apps/*",
+        "applicationRolePatterns": ["arn:aws:iam::111122223333:role/kiam-apps/*"],
         "nodeGroupName": group.outputs["nodeGroupName"],
         "serverAddress": "kiam-server.kiam.svc.cluster.local:9610",
         "namespace": "kiam",

@@ -4,6 +4,7 @@ rejected with a message, never an exception from inside a component."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -20,6 +21,25 @@ FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthChe
 ZONES = ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
 X86 = ["t3.medium", "m6i.large", "c6i.large"]
 ARM = ["m7g.large", "t4g.medium", "c6gn.large"]
+
+
+@st.composite
+def applications(draw: st.DrawFn, base_path: str, prefix: str) -> dict[str, Any]:
+    """Application roles at the base path or below it (a sub-path the base pattern covers when
+    it starts with the prefix), with and without IRSA, in shared and separate namespaces."""
+    apps: dict[str, Any] = {}
+    for name in draw(st.lists(st.sampled_from(["billing", "search", "rank"]), unique=True)):
+        app: dict[str, Any] = {
+            "namespace": draw(st.sampled_from(["billing", "search", "shop"])),
+            "roleName": f"{prefix}{name}",
+        }
+        sub_path = draw(st.sampled_from([None, "team-a/", "team-a/ml/", "app-x/", "Team.B/"]))
+        if sub_path is not None:
+            app["path"] = f"{base_path}{sub_path}"
+        if draw(st.booleans()):
+            app["irsa"] = {"serviceAccount": name}
+        apps[name] = app
+    return apps
 
 
 @st.composite
@@ -45,6 +65,7 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
         st.lists(st.sampled_from(["nvidia.com/gpu", "spot", "batch"]), unique=True, max_size=2)
     )
     path = draw(st.sampled_from(["/kiam-apps/", "/apps/", "/teams/a/"]))
+    prefix = draw(st.sampled_from(["", "app-"]))
     grpc_port = draw(st.integers(1024, 20000))
     return {
         "kiam:cluster": {
@@ -88,9 +109,10 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
         },
         "kiam:iam": {
             "applicationRolePath": path,
-            "applicationRoleNamePrefix": draw(st.sampled_from(["", "app-"])),
+            "applicationRoleNamePrefix": prefix,
         },
         "kiam:namespace": {"name": draw(st.sampled_from(["kiam", "kiam-system"]))},
+        "kiam:applications": draw(applications(path, prefix)),
     }
 
 
@@ -99,6 +121,45 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
 def test_every_invariant_holds_across_the_settings_space(config: dict[str, Any]) -> None:
     recording = run_program(config)
     assert check_all(resources_from_recording(recording)) == []
+
+
+@FAST
+@given(valid_configs())
+def test_every_exported_application_is_reachable(config: dict[str, Any]) -> None:
+    """Guarantee 11 from the outside: what the stack exports (role ARN, pod annotation, base ARN)
+    fits the server's permission and the namespace regexps the way IAM and kiam decide."""
+    from invariants.iam_documents import allows, statements
+    from invariants.kiam_rules import granted_role, permits, resolve
+
+    recording = run_program(config)
+    outputs = recording.stack_outputs
+    exported: dict[str, Any] = outputs["applications"]
+    assert sorted(exported) == sorted(config["kiam:applications"])
+    policy = recording.one("aws:iam/rolePolicy:RolePolicy", "kiam-iam-server-assume-applications")
+    permitted = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"]["annotations"][
+            "iam.amazonaws.com/permitted"
+        ]
+        for r in recording.by_type("kubernetes:core/v1:NamespacePatch")
+    }
+    deployment = recording.one("kubernetes:apps/v1:Deployment")
+    server_args = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    for app, out in exported.items():
+        arn, namespace = out["roleArn"], config["kiam:applications"][app]["namespace"]
+        annotation = out["podAnnotation"]["iam.amazonaws.com/role"]
+        assert allows(statements(json.loads(policy.inputs["policy"])), "sts:AssumeRole", arn)
+        assert resolve(annotation, outputs["roleBaseArn"]) == arn
+        assert out["serviceAccountAnnotation"] == {"eks.amazonaws.com/role-arn": arn}
+        assert permits(permitted[namespace], arn)
+        # What a live check asks of the live pod, namespace and server Deployment.
+        assert granted_role(annotation, permitted[namespace], server_args) == arn
+        assert not any(
+            permits(permitted[namespace], other["roleArn"])
+            for name, other in exported.items()
+            if config["kiam:applications"][name]["namespace"] != namespace
+        )
+    violations = check_all(resources_from_recording(recording))
+    assert [v for v in violations if v.id == "application-reachable"] == []
 
 
 RESERVED = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")

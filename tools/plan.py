@@ -154,7 +154,7 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any) -> str:
             if not (s.adoption and s.adoption.phase == "servers")
             else "agents        the running install's, through its Service (migration phase servers)"
         ),
-        f"IAM           server may assume {outputs.get('applicationRolePattern')}",
+        f"IAM           server may assume {', '.join(outputs.get('applicationRolePatterns') or [])}",
         *(
             [
                 f"adoption      phase {s.adoption.phase}: CA, Service {s.server.service_name}:{s.server.grpc_port} and labels of the running install"
@@ -162,7 +162,12 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any) -> str:
             if s.adoption
             else []
         ),
-        *([f"applications  {', '.join(sorted(s.applications))}"] if s.applications else []),
+        # What a pod author writes, per application (the `applications` output).
+        *(
+            f"{'applications' if i == 0 else '':<14}{app}: pods in {s.applications[app].namespace} "
+            f"annotate iam.amazonaws.com/role: {out['podAnnotation']['iam.amazonaws.com/role']}"
+            for i, (app, out) in enumerate(sorted((outputs.get("applications") or {}).items()))
+        ),
     ]
     custom = [
         r

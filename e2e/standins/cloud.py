@@ -39,4 +39,4 @@ class KwokCloud:
         roles: KiamRoles,
         opts: pulumi.ResourceOptions,
     ) -> ComputedApplicationRole:
-        return ComputedApplicationRole.of(settings, self.settings)
+        return ComputedApplicationRole.of(settings, self.settings, roles.role_base_arn)

@@ -1,4 +1,5 @@
-"""IAM stand-ins: the ARNs the IAM components would export, computed from the settings."""
+"""IAM stand-ins: the ARNs and annotations the IAM components would export, computed from the
+settings by the same pure functions the components use."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components import policies
+from components.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
 
@@ -20,20 +22,19 @@ class ComputedRoles:
     node_role_arn: str
     server_role_arn: str
     role_base_arn: str
-    application_role_pattern: str
+    application_role_patterns: list[str]
     node_role_policies: Sequence[pulumi.Resource] = field(default_factory=list)
 
     @classmethod
     def of(cls, name: str, settings: StackSettings) -> ComputedRoles:
         cluster, iam = settings.cluster, settings.iam
-        role = f"arn:{cluster.partition}:iam::{cluster.account_id}:role{iam.kiam_role_path}"
+        partition, account = cluster.partition, cluster.account_id
+        paths = [policies.application_path(iam, app) for app in settings.applications.values()]
         return cls(
-            node_role_arn=f"{role}{name}-server-node",
-            server_role_arn=f"{role}{name}-server",
-            role_base_arn=policies.role_base_arn(cluster.partition, cluster.account_id, iam),
-            application_role_pattern=policies.application_role_pattern(
-                cluster.partition, cluster.account_id, iam
-            ),
+            node_role_arn=policies.role_arn(partition, account, iam.kiam_role_path, f"{name}-server-node"),
+            server_role_arn=policies.role_arn(partition, account, iam.kiam_role_path, f"{name}-server"),
+            role_base_arn=policies.role_base_arn(partition, account, iam),
+            application_role_patterns=policies.application_role_patterns(partition, account, iam, paths),
         )
 
 
@@ -46,12 +47,13 @@ class ComputedApplicationRole:
     service_account_annotation: dict[str, str]
 
     @classmethod
-    def of(cls, app: ApplicationSettings, settings: StackSettings) -> ComputedApplicationRole:
+    def of(cls, app: ApplicationSettings, settings: StackSettings, role_base_arn: str) -> ComputedApplicationRole:
         cluster = settings.cluster
-        path = app.path or settings.iam.application_role_path
-        arn = f"arn:{cluster.partition}:iam::{cluster.account_id}:role{path}{app.role_name}"
+        arn = policies.role_arn(
+            cluster.partition, cluster.account_id, policies.application_path(settings.iam, app), app.role_name
+        )
         return cls(
             role_arn=arn,
-            pod_annotation={"iam.amazonaws.com/role": app.role_name},
-            service_account_annotation={"eks.amazonaws.com/role-arn": arn},
+            pod_annotation={ROLE_ANNOTATION: policies.pod_role_annotation(arn, role_base_arn)},
+            service_account_annotation={IRSA_ANNOTATION: arn},
         )

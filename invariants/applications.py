@@ -1,0 +1,220 @@
+"""11. Every application role can really be assumed through kiam: the pieces the other checks judge
+one by one (server permission, pod annotation, namespace regexp, trust) fit together per
+application, the way IAM and kiam v4.2 themselves decide (`invariants.kiam_rules`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
+from components.policies import NAMESPACE_TAG, POD_ANNOTATION_TAG, SERVICE_ACCOUNT_TAG
+from invariants import kiam_rules
+from invariants.iam_documents import allows, as_list, document, known_arn, statements
+from invariants.model import Resource, Violation, dig, is_unknown
+from invariants.view import SERVER_CONTAINER, KiamView, container, flag_values
+
+CHECK_ID = "application-reachable"
+
+
+@dataclass(frozen=True)
+class _Application:
+    role: Resource
+    namespace: str
+    annotation: str
+    service_account: str | None
+    arn: str | None
+    """The role's ARN; None where it is unknown and cannot be derived (see `_role_arn`)."""
+
+
+@dataclass(frozen=True)
+class _Server:
+    role_base_arn: str
+    strict: bool
+
+
+def application_reachable(view: KiamView) -> list[Violation]:
+    """11. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role.
+
+    As IAM and kiam decide each (`invariants.kiam_rules`); with IRSA the role also trusts
+    exactly its one service account, and without, no web identity at all.
+    """
+    out: set[Violation] = set()
+    server_roles = view.roles_tagged("server")
+    # Without exactly one server role, `iam-least-privilege` reports the stack already.
+    server_role = server_roles[0] if len(server_roles) == 1 else None
+    server_arn = known_arn(server_role) if server_role else None
+    apps: list[_Application] = []
+    for role in view.roles_tagged("application"):
+        tags = dig(role.inputs, "tags", default={}) or {}
+        namespace, annotation = tags.get(NAMESPACE_TAG), tags.get(POD_ANNOTATION_TAG)
+        if not isinstance(namespace, str) or not isinstance(annotation, str):
+            out.add(
+                Violation(
+                    CHECK_ID,
+                    role.urn,
+                    f"has no {NAMESPACE_TAG} and {POD_ANNOTATION_TAG} tags to follow it by",
+                )
+            )
+            continue
+        account = tags.get(SERVICE_ACCOUNT_TAG)
+        apps.append(
+            _Application(
+                role,
+                namespace,
+                annotation,
+                account if isinstance(account, str) else None,
+                _role_arn(role, server_arn),
+            )
+        )
+    servers = _servers(view)
+    assume = _server_statements(view, server_role)
+    for app in apps:
+
+        def report(reason: str, app: _Application = app) -> None:
+            out.add(Violation(CHECK_ID, app.role.urn, reason))
+
+        if app.arn is not None:
+            if assume is not None and not allows(assume, "sts:AssumeRole", app.arn):
+                report(f"the kiam-server role's policy does not allow sts:AssumeRole on {app.arn}")
+            for server in servers:
+                resolved = kiam_rules.resolve(app.annotation, server.role_base_arn)
+                if resolved != app.arn:
+                    report(
+                        f"pod annotation {ROLE_ANNOTATION}: {app.annotation} resolves against "
+                        f"{kiam_rules.ROLE_BASE_ARN_FLAG}={server.role_base_arn} to {resolved}, "
+                        f"not {app.arn}"
+                    )
+            for reason in _namespace_problems(view, app, app.arn, apps, servers):
+                report(reason)
+        for reason in _trust_problems(app, server_arn):
+            report(reason)
+    return sorted(out)
+
+
+def _role_arn(role: Resource, server_arn: str | None) -> str | None:
+    """The application role's ARN: AWS's where the gate knows it. A new role has none during a
+    preview; if the server role exists already (a preview of a deployed stack), the ARN follows
+    from the role's own `path` and `name` inputs and the account and partition of the server
+    role's ARN, since IAM's ARN format is fixed and the stack's roles share one account (its AWS
+    provider is pinned to it). Otherwise the application is judged on `up`."""
+    arn = known_arn(role)
+    if arn is not None:
+        return arn
+    path, name = role.inputs.get("path"), role.inputs.get("name")
+    # Unknown values are no strings.
+    if server_arn is None or not isinstance(path, str) or not isinstance(name, str):
+        return None
+    account_prefix = server_arn.split(":role/", 1)[0]
+    return f"{account_prefix}:role{path}{name}"
+
+
+def _servers(view: KiamView) -> list[_Server]:
+    """How each server Deployment resolves and matches, where its flags are known and its
+    `--role-base-arn` unambiguous (`server-args` reports it otherwise)."""
+    found = []
+    for dep in view.servers:
+        args = dig(container(dep, SERVER_CONTAINER), "args")
+        bases = flag_values(args, kiam_rules.ROLE_BASE_ARN_FLAG)
+        if len(bases) == 1 and bases[0]:
+            found.append(_Server(bases[0], kiam_rules.strict_namespace_regexp(args)))
+    return found
+
+
+def _server_statements(view: KiamView, server_role: Resource | None) -> list[Any] | None:
+    """Every statement of the server role's inline policies; None while one is unknown."""
+    if server_role is None:
+        return []
+    found: list[Any] = []
+    for policy in view.inline_policies_of(server_role):
+        parsed = document(policy.inputs.get("policy"))
+        if parsed is None:
+            return None
+        found += statements(parsed)
+    return found
+
+
+def _namespace_problems(
+    view: KiamView, app: _Application, arn: str, apps: list[_Application], servers: list[_Server]
+) -> list[str]:
+    """The namespace's regexp admits the role and no role of another namespace's application,
+    matched as each server matches (strictly or not); not judged while the flags are unknown."""
+    permitted = view.permitted(app.namespace)
+    if not permitted:
+        return [f"namespace {app.namespace} has no {PERMITTED_ANNOTATION} annotation in this stack"]
+    others = [(o.arn, o.namespace) for o in apps if o.namespace != app.namespace and o.arn]
+    strictness = sorted({s.strict for s in servers})
+    problems = []
+    for expression in permitted:
+        if is_unknown(expression):
+            continue
+        problem = (
+            kiam_rules.regexp_problem(expression)
+            if isinstance(expression, str)
+            else "it is not a string"
+        )
+        if problem is not None:
+            problems.append(f"namespace {app.namespace} permits {expression!r}: {problem}")
+            continue
+        for strict in strictness:
+            if not kiam_rules.permits(expression, arn, strict=strict):
+                problems.append(
+                    f"namespace {app.namespace} permits {expression!r}, which does not admit {arn}"
+                )
+            problems += [
+                f"namespace {app.namespace} permits {expression!r}, which also admits {other} "
+                f"of namespace {namespace}"
+                for other, namespace in others
+                if kiam_rules.permits(expression, other, strict=strict)
+            ]
+    return problems
+
+
+def _trust_problems(app: _Application, server_arn: str | None) -> list[str]:
+    """The role trusts the kiam-server role, and through IRSA exactly its one service account
+    (or nobody, without one). Judged where the trust policy and the server's ARN are known."""
+    trust = document(app.role.inputs.get("assumeRolePolicy"))
+    if trust is None or server_arn is None:
+        return []
+    problems = []
+    trusted = statements(trust)
+    if not any(
+        isinstance(s, dict)
+        and s.get("Effect") == "Allow"
+        and s.get("Principal") == {"AWS": server_arn}
+        and "sts:AssumeRole" in as_list(s.get("Action"))
+        and "Condition" not in s
+        for s in trusted
+    ):
+        problems.append(f"does not trust the kiam-server role {server_arn} with sts:AssumeRole")
+    federated = [
+        s for s in trusted if isinstance(s, dict) and "Federated" in (s.get("Principal") or {})
+    ]
+    if app.service_account is None:
+        if federated:
+            problems.append("trusts web identities (IRSA) but has no service account to trust")
+    elif len(federated) != 1 or not _exactly_service_account(
+        federated[0], app.namespace, app.service_account
+    ):
+        subject = f"system:serviceaccount:{app.namespace}:{app.service_account}"
+        problems.append(f"does not trust exactly {subject} through IRSA")
+    return problems
+
+
+def _exactly_service_account(statement: dict[str, Any], namespace: str, account: str) -> bool:
+    """One OIDC provider, one exact subject (StringEquals, no wildcard), STS as the audience."""
+    provider = statement.get("Principal", {}).get("Federated")
+    if not isinstance(provider, str) or ":oidc-provider/" not in provider:
+        return False
+    host = provider.split(":oidc-provider/", 1)[1]
+    return (
+        statement.get("Effect") == "Allow"
+        and statement.get("Action") == "sts:AssumeRoleWithWebIdentity"
+        and statement.get("Condition")
+        == {
+            "StringEquals": {
+                f"{host}:sub": f"system:serviceaccount:{namespace}:{account}",
+                f"{host}:aud": "sts.amazonaws.com",
+            }
+        }
+    )

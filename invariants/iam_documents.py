@@ -1,0 +1,79 @@
+"""Reading IAM policy documents as the checks see them, and IAM's own wildcard matching."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from invariants.model import Resource, is_unknown
+
+
+def document(text: Any) -> Any:
+    """A JSON policy document, or None where it is unknown (preview) or not a string."""
+    if is_unknown(text) or not isinstance(text, str):
+        return None
+    return json.loads(text)
+
+
+def statements(document: Any) -> list[Any]:
+    """A document's statements, always as a list (IAM accepts a single object too)."""
+    found = document.get("Statement", []) if isinstance(document, dict) else []
+    return found if isinstance(found, list) else [found]
+
+
+def as_list(value: Any) -> list[Any]:
+    """`Action`, `Resource` and principals may be one string or a list of them."""
+    return value if isinstance(value, list) else [value] if value is not None else []
+
+
+def known_arn(resource: Resource) -> str | None:
+    """A resource's ARN where the gate knows it: the mock engine's outputs, or the policy pack's
+    props (the outputs of an existing resource); None for a new resource during a preview."""
+    for source in (resource.outputs, resource.inputs):
+        arn = source.get("arn")
+        if isinstance(arn, str) and not is_unknown(arn):
+            return arn
+    return None
+
+
+def glob_matches(pattern: str, value: str, *, case_sensitive: bool = True) -> bool:
+    """IAM's wildcard matching of one `Resource` (or `Action`) entry against a value.
+
+    `*` matches any run of characters, none included and `/` and `:` included (so `role/apps/*`
+    covers every sub-path); `?` matches exactly one character; nothing else is special. ARNs
+    compare case-sensitively, actions case-insensitively. A policy variable (`${aws:username}`)
+    is compared literally here, so it never counts as covering anything: this program writes none.
+    """
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    flags = re.DOTALL | (0 if case_sensitive else re.IGNORECASE)
+    return re.fullmatch(regex, value, flags) is not None
+
+
+def allows(policy_statements: Sequence[Any], action: str, resource: str) -> bool:
+    """Whether these statements certainly allow `action` on `resource`.
+
+    Certainly: an `Allow` counts only without a `Condition` and with `Action` and `Resource`
+    named positively; a `Deny` that may apply (any condition, or `NotAction`/`NotResource`)
+    takes it away. Conservative both ways, because the check proves access works.
+    """
+    allowed = denied = False
+    for statement in policy_statements:
+        if not isinstance(statement, dict):
+            continue
+        action_hit = any(
+            isinstance(a, str) and glob_matches(a, action, case_sensitive=False)
+            for a in as_list(statement.get("Action"))
+        )
+        resource_hit = any(
+            isinstance(r, str) and glob_matches(r, resource)
+            for r in as_list(statement.get("Resource"))
+        )
+        if statement.get("Effect") == "Deny":
+            denied |= (action_hit or "NotAction" in statement) and (
+                resource_hit or "NotResource" in statement
+            )
+        elif statement.get("Effect") == "Allow" and "Condition" not in statement:
+            allowed |= action_hit and resource_hit
+    return allowed and not denied

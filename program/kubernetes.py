@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
 from settings.stack import StackSettings
 
+# pulumi-kubernetes 4.29 made creates strict (an existing object fails with AlreadyExists) and
+# added `upsert_existing_objects` to opt back in. Before it, every create was an upsert and the
+# switch does not exist: that is the real-engine suite's provider, 4.25, the newest release the
+# Go module proxy serves. `requirements.txt` requires a release with the switch.
+SDK_HAS_UPSERT_SWITCH = "upsert_existing_objects" in inspect.signature(k8s.ProviderArgs).parameters
+
 
 def kubernetes_provider(settings: StackSettings, kubeconfig: pulumi.Input[str]) -> k8s.Provider:
     """A provider bound to this stack's cluster only (`kubeconfig`: its content or a path)."""
-    adoption = settings.adoption
     return k8s.Provider(
         "kubernetes",
         kubeconfig=kubeconfig,
         # Never fall back to another cluster's current context.
         cluster_identifier=settings.cluster.name,
-        # While taking over a running install, objects it created under the names this program
-        # uses (its Service, agent DaemonSet, RBAC) are adopted in place instead of failing with
-        # AlreadyExists. Off otherwise, so an accidental name clash is never silently absorbed.
-        upsert_existing_objects=adoption is not None and adoption.phase in ("servers", "takeover"),
+        **upsert_option(settings),
     )
+
+
+def upsert_option(settings: StackSettings) -> dict[str, Any]:
+    """While taking over a running install, objects it created under the names this program uses
+    (its Service, agent DaemonSet, RBAC) are adopted in place instead of failing with
+    AlreadyExists. Off otherwise, so an accidental name clash is never silently absorbed."""
+    adoption = settings.adoption
+    upsert = adoption is not None and adoption.phase in ("servers", "takeover")
+    return {"upsert_existing_objects": upsert} if SDK_HAS_UPSERT_SWITCH else {}

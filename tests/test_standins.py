@@ -67,7 +67,8 @@ def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
     rec = run_component(
         lambda: KwokNodeGroup("nodes", KwokNodeGroupArgs(settings=settings, region="eu-west-1"))
     )
-    nodes = rec.by_type("kubernetes:core/v1:Node")
+    # Sorted: the mock engine records registrations in the order they complete, which varies.
+    nodes = sorted(rec.by_type("kubernetes:core/v1:Node"), key=lambda n: n.name)
     assert [n.name for n in nodes] == ["nodes-0", "nodes-1", "nodes-2"]
     assert all(n.parent == rec.one("kiam:e2e:KwokNodeGroup").urn for n in nodes)
     first = nodes[0].inputs

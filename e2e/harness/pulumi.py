@@ -73,6 +73,7 @@ def _base_env(home: Path, bin_dir: Path) -> dict[str, str]:
         "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
         "PULUMI_SKIP_UPDATE_CHECK": "true",
         "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        # Only the plugins installed into PULUMI_HOME and the language host beside the CLI.
         "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
         "PULUMI_SKIP_CONFIRMATIONS": "true",
         # `--event-log` is hidden behind this in v3.276; the tests read step times from it.

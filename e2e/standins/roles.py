@@ -31,10 +31,16 @@ class ComputedRoles:
         partition, account = cluster.partition, cluster.account_id
         paths = [policies.application_path(iam, app) for app in settings.applications.values()]
         return cls(
-            node_role_arn=policies.role_arn(partition, account, iam.kiam_role_path, f"{name}-server-node"),
-            server_role_arn=policies.role_arn(partition, account, iam.kiam_role_path, f"{name}-server"),
+            node_role_arn=policies.role_arn(
+                partition, account, iam.kiam_role_path, f"{name}-server-node"
+            ),
+            server_role_arn=policies.role_arn(
+                partition, account, iam.kiam_role_path, f"{name}-server"
+            ),
             role_base_arn=policies.role_base_arn(partition, account, iam),
-            application_role_patterns=policies.application_role_patterns(partition, account, iam, paths),
+            application_role_patterns=policies.application_role_patterns(
+                partition, account, iam, paths
+            ),
         )
 
 
@@ -47,10 +53,15 @@ class ComputedApplicationRole:
     service_account_annotation: dict[str, str]
 
     @classmethod
-    def of(cls, app: ApplicationSettings, settings: StackSettings, role_base_arn: str) -> ComputedApplicationRole:
+    def of(
+        cls, app: ApplicationSettings, settings: StackSettings, role_base_arn: str
+    ) -> ComputedApplicationRole:
         cluster = settings.cluster
         arn = policies.role_arn(
-            cluster.partition, cluster.account_id, policies.application_path(settings.iam, app), app.role_name
+            cluster.partition,
+            cluster.account_id,
+            policies.application_path(settings.iam, app),
+            app.role_name,
         )
         return cls(
             role_arn=arn,

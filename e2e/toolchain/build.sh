@@ -203,12 +203,15 @@ toolchain_key() {
 
 bin_dir() { echo "$cache_root/toolchain-$(toolchain_key)/bin"; }
 
+# Hard links, not symlinks: the CLI looks for its language host next to its own resolved path.
 link_bin() {
   local bin component file
   bin="$(bin_dir)"
   mkdir -p "$bin"
   for component in "${components[@]}"; do
-    for file in "$(component_dir "$component")"/bin/*; do ln -sf "$file" "$bin/"; done
+    for file in "$(component_dir "$component")"/bin/*; do
+      ln -f "$file" "$bin/" 2>/dev/null || cp -f "$file" "$bin/"
+    done
   done
 }
 

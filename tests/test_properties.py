@@ -179,9 +179,9 @@ NEAR_MISSES = {
     "keepalive time below gRPC's minimum": lambda c, n: c["kiam:agent"].update(
         keepaliveTime=f"{10 - n}s"
     ),
-    "keepalive timeout not below the request deadline": lambda c, n: c["kiam:agent"].update(
-        keepaliveTimeout=f"{4 + n}s"
-    ),
+    "keepalive timeout letting a failover outlast the readiness probe": lambda c, n: c[
+        "kiam:agent"
+    ].update(keepaliveTimeout=f"{3 + n}s"),
     "agent port a node holds": lambda c, n: c["kiam:agent"].update(
         port=(10248, 10249, 10250, 10256, 30000 + n)[n - 1]
     ),

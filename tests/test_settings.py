@@ -235,6 +235,9 @@ S3_READ = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:
         {"server": {"extraArgs": ["--no-disable-strict-namespace-regexp"]}},
         {"agent": {"extraArgs": ["--pprof-listen-addr=127.0.0.1:9990"]}},
         {"agent": {"keepaliveTime": "10s", "keepaliveTimeout": "3s"}},
+        {"monitoring": {"enabled": True, "scrapeInterval": "10s"}},
+        {"monitoring": {"enabled": True, "scrapeInterval": "1m15s", "labels": {"release": "kps"}}},
+        {"monitoring": {"enabled": True, "prometheusOperator": False, "alerts": False}},
         {"agent": {"allowedMetadataRoutes": "^/latest/meta-data/(placement/.*|instance-id)\\z"}},
         {"agent": {"port": 10251, "metricsPort": 29999}},
         {

@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import flags, labels, naming
-from settings.agent import AgentSettings
+from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
 from settings.node_group import TaintSettings
 
 
@@ -36,6 +36,8 @@ class AgentArgs:
     adopted_selector: dict[str, str] | None = None
     """A running agent DaemonSet's selector. Selectors are immutable: taking the DaemonSet over in
     place (one node at a time, never two agents on a node) means keeping it."""
+    pod_annotations: dict[str, str] | None = None
+    """Annotations of the agent pods (the `prometheus.io/*` scrape annotations, when asked for)."""
 
 
 class KiamAgent(pulumi.ComponentResource):
@@ -76,7 +78,10 @@ class KiamAgent(pulumi.ComponentResource):
                 # No surge: the agent holds a host port, two on one node cannot both start.
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
                 "template": {
-                    "metadata": {"labels": meta_labels},
+                    "metadata": {
+                        "labels": meta_labels,
+                        **({"annotations": args.pod_annotations} if args.pod_annotations else {}),
+                    },
                     "spec": _pod_spec(args, account.metadata.name),
                 },
             },
@@ -130,11 +135,12 @@ def _pod_spec(args: AgentArgs, service_account: pulumi.Input[str]) -> dict[str, 
                     "timeoutSeconds": 5,
                 },
                 # Ready only once it can reach a server, so a rollout stops on agents that cannot.
+                # The settings keep a failover between servers shorter than its timeout.
                 "readinessProbe": {
                     "httpGet": {"path": "/health?deep=1", "port": s.port},
                     "initialDelaySeconds": 5,
                     "periodSeconds": 10,
-                    "timeoutSeconds": 5,
+                    "timeoutSeconds": READINESS_PROBE_TIMEOUT_SECONDS,
                 },
                 "resources": {
                     "requests": {

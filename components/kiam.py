@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import naming
+from components import alerts, naming
 from components.agent import AgentArgs, KiamAgent
 from components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
+from components.monitoring import KiamMonitoring, MonitoringArgs, scrape_annotations
 from components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
 from components.server import KiamServer, ServerArgs
 from components.tls import KiamTls, TlsArgs
@@ -37,6 +38,8 @@ class Kiam(pulumi.ComponentResource):
     agent: KiamAgent | None
     """None while a running install's agents are still in service (migration phase `servers`)."""
     applications: dict[str, ApplicationAccess]
+    monitoring: KiamMonitoring | None
+    """The Prometheus Operator's objects, when `kiam:monitoring` asks for them."""
     server_address: str
     """What agents dial."""
 
@@ -98,6 +101,7 @@ class Kiam(pulumi.ComponentResource):
                 tls_secret=self.tls.server_secret,
                 extra_pod_labels=adoption.server_pod_labels if adoption else None,
                 create_service=own_agents,
+                pod_annotations=scrape_annotations(s.monitoring, s.server.metrics_port),
             ),
             child,
         )
@@ -119,6 +123,19 @@ class Kiam(pulumi.ComponentResource):
                     if adoption
                     else naming.AGENT_NAME,
                     adopted_selector=adoption.agent_pod_labels if adoption else None,
+                    pod_annotations=scrape_annotations(s.monitoring, s.agent.metrics_port),
+                ),
+                child,
+            )
+        self.monitoring = None
+        if s.monitoring.service_monitors:
+            self.monitoring = KiamMonitoring(
+                f"{name}-monitoring",
+                MonitoringArgs(
+                    settings=s.monitoring,
+                    namespace=namespace,
+                    agent_metrics_port=s.agent.metrics_port,
+                    alerts=alerts.context_of(s),
                 ),
                 child,
             )

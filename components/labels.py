@@ -30,8 +30,13 @@ def object_labels(role: Role) -> dict[str, str]:
     """Labels for the metadata of an object that does not run the image: the selector plus
     bookkeeping, but no version, so an image bump leaves RBAC, Services and the PDB unchanged
     and a reviewer's preview shows only what actually changes."""
+    return {**selector_labels(role), **install_labels()}
+
+
+def install_labels() -> dict[str, str]:
+    """Labels for an object of the install as a whole (the alert rules): no component."""
     return {
-        **selector_labels(role),
+        "app.kubernetes.io/name": NAME,
         "app.kubernetes.io/part-of": NAME,
         "app.kubernetes.io/managed-by": "pulumi",
     }

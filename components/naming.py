@@ -4,6 +4,10 @@ from __future__ import annotations
 
 SERVER_NAME = "kiam-server"
 AGENT_NAME = "kiam-agent"
+# The headless Service Prometheus finds the host-networked agents' metrics through.
+AGENT_METRICS_SERVICE = "kiam-agent-metrics"
+# The PrometheusRule holding kiam's alerts.
+ALERTS_NAME = "kiam"
 TLS_MOUNT = "/etc/kiam/tls"
 # kubernetes.io/tls Secret keys; kiam reads the files by these names from the mounted directory.
 TLS_FLAGS = [

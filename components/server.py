@@ -44,6 +44,8 @@ class ServerArgs:
     create_service: bool = True
     """False while a running install's Service still serves its agents (migration phase
     `servers`): the new pods join it through `extra_pod_labels` instead."""
+    pod_annotations: dict[str, str] | None = None
+    """Annotations of the server pods (the `prometheus.io/*` scrape annotations, when asked for)."""
 
 
 def rolling_update(spare_nodes: int) -> dict[str, int]:
@@ -177,7 +179,10 @@ class KiamServer(pulumi.ComponentResource):
                 # Kubernetes must not give up on a rollout before `pulumi up` does (nodes booting).
                 "progressDeadlineSeconds": rollout_seconds,
                 "template": {
-                    "metadata": {"labels": {**workload_labels, **(args.extra_pod_labels or {})}},
+                    "metadata": {
+                        "labels": {**workload_labels, **(args.extra_pod_labels or {})},
+                        **({"annotations": args.pod_annotations} if args.pod_annotations else {}),
+                    },
                     "spec": self._pod_spec(args, account.metadata.name),
                 },
             },

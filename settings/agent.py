@@ -49,9 +49,17 @@ AGENT_REFUSED_FLAGS = {
 # (google.golang.org/grpc/keepalive, ClientParameters.Time).
 MIN_KEEPALIVE_TIME_SECONDS = 10
 # kiam's agent gives every metadata request 5s (pkg/aws/metadata/handlers.go, handlerMaxDuration).
-# A call stuck on a silently dead server ends after the keepalive timeout (grpc-go sets it as the
-# connection's TCP_USER_TIMEOUT); only below 5s is it retried on another server in time.
 AGENT_REQUEST_SECONDS = 5
+# The agent's readiness probe (`/health?deep=1`, which calls a server) gives up after this; the
+# agent component renders it from here, so the failover rule below and the probe cannot drift.
+READINESS_PROBE_TIMEOUT_SECONDS = 5
+# A call stuck on a silently lost server ends after the keepalive timeout (grpc-go sets it as the
+# connection's TCP_USER_TIMEOUT), then kiam's retry lands on another server. Measured with kiam
+# v4.2 and a 2s timeout (../shared/reference/kiam.md, "Failover"): requests took at most 3.5s, so
+# a failover costs up to the keepalive timeout plus 1.5s. That must end before the request's
+# deadline and before the readiness probe's timeout, or every agent flaps NotReady at once.
+FAILOVER_OVERHEAD_MILLISECONDS = 1500
+FAILOVER_LIMIT_SECONDS = min(AGENT_REQUEST_SECONDS, READINESS_PROBE_TIMEOUT_SECONDS)
 
 # Ports every EKS node already has in use, which the host-networked agent could not bind: the
 # kubelet's API and health ports, kube-proxy's metrics and health ports, and the NodePort range
@@ -152,8 +160,10 @@ class AgentSettings(Model):
     )
     keepalive_timeout: Duration = Field(
         default="2s",
-        description="gRPC keepalive ping timeout; below 5s, the time kiam gives each credential "
-        "request, so calls stuck on a dead server move to another in time.",
+        description="gRPC keepalive ping timeout: how long a call stuck on a silently lost server "
+        "waits before it moves to another. At most 3s: a failover costs this and 1.5s more "
+        "(measured), which must stay below 5s, the agent readiness probe's timeout and the time "
+        "kiam gives each credential request.",
     )
     gateway_timeout_creation: Duration = Field(
         default="1s", description="How long the agent waits for a server connection at start-up."
@@ -194,11 +204,16 @@ class AgentSettings(Model):
                 f"keepaliveTime {self.keepalive_time} is below 10s: gRPC raises it to 10s, so it "
                 "would not take effect"
             )
-        if duration_seconds(self.keepalive_timeout) >= AGENT_REQUEST_SECONDS:
+        failover_ms = (
+            duration_seconds(self.keepalive_timeout) * 1000 + FAILOVER_OVERHEAD_MILLISECONDS
+        )
+        if failover_ms >= FAILOVER_LIMIT_SECONDS * 1000:
+            longest = (FAILOVER_LIMIT_SECONDS * 1000 - FAILOVER_OVERHEAD_MILLISECONDS - 1) // 1000
             raise ValueError(
-                f"keepaliveTimeout {self.keepalive_timeout} must be below 5s: kiam gives each "
-                "credential request 5s, and a call stuck on a dead server must move to another "
-                "before that"
+                f"keepaliveTimeout {self.keepalive_timeout} lets a failover from a silently lost "
+                f"server take up to {failover_ms / 1000:g}s (the timeout and 1.5s measured), not "
+                f"below {FAILOVER_LIMIT_SECONDS}s, the agent readiness probe's timeout and the time "
+                f"kiam gives each credential request: use at most {longest}s"
             )
         reject_flags(
             self.extra_args,

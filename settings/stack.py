@@ -12,6 +12,7 @@ from settings.applications import ApplicationSettings
 from settings.base import DnsLabel, Model
 from settings.cluster import ClusterSettings
 from settings.iam import IamSettings
+from settings.monitoring import MonitoringSettings
 from settings.node_group import NodeGroupSettings
 from settings.server import ServerSettings
 from settings.tls import TlsSettings
@@ -47,6 +48,10 @@ class StackSettings(Model):
     iam: IamSettings = Field(default=IamSettings(), description="What the server may assume.")
     tls: TlsSettings = Field(default=TlsSettings(), description="Certificate lifetimes.")
     namespace: NamespaceSettings = Field(default=NamespaceSettings(), description="The namespace.")
+    monitoring: MonitoringSettings = Field(
+        default=MonitoringSettings(),
+        description="Prometheus scraping and alerts (docs/alerts.md); off by default.",
+    )
     adoption: AdoptionSettings | None = Field(
         default=None,
         description="A running kiam install this stack is taking over (docs/migration.md).",
@@ -92,6 +97,16 @@ class StackSettings(Model):
             raise ValueError(
                 "kiam:namespace.create must be false with kiam:adoption: the running install's "
                 "namespace exists already (set kiam:namespace.name to it)"
+            )
+        if (
+            self.monitoring.enabled
+            and self.adoption is not None
+            and self.adoption.phase == "servers"
+        ):
+            raise ValueError(
+                "kiam:monitoring.enabled must wait for kiam:adoption.phase takeover: in phase "
+                "servers the running install's agents and Service are in charge, which this "
+                "stack's ServiceMonitors and alerts would not see"
             )
         if self.namespace.create and self.namespace.name in INITIAL_NAMESPACES:
             raise ValueError(

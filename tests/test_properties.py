@@ -113,6 +113,15 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
         },
         "kiam:namespace": {"name": draw(st.sampled_from(["kiam", "kiam-system"]))},
         "kiam:applications": draw(applications(path, prefix)),
+        "kiam:monitoring": draw(
+            st.sampled_from(
+                [
+                    {},
+                    {"enabled": True, "labels": {"release": "prometheus"}},
+                    {"enabled": True, "prometheusOperator": False, "alerts": False},
+                ]
+            )
+        ),
     }
 
 
@@ -240,8 +249,23 @@ NEAR_MISSES = {
     "keepalive time below gRPC's minimum": lambda c, n: c["kiam:agent"].update(
         keepaliveTime=f"{10 - n}s"
     ),
-    "keepalive timeout not below the request deadline": lambda c, n: c["kiam:agent"].update(
-        keepaliveTimeout=f"{4 + n}s"
+    "keepalive timeout letting a failover outlast the readiness probe": lambda c, n: c[
+        "kiam:agent"
+    ].update(keepaliveTimeout=f"{3 + n}s"),
+    "scrape interval below Prometheus' scrape timeout": lambda c, n: c["kiam:monitoring"].update(
+        scrapeInterval=f"{10 - n}s"
+    ),
+    "scrape interval too long for the alerts' rate windows": lambda c, n: c[
+        "kiam:monitoring"
+    ].update(scrapeInterval=f"{75 + n}s"),
+    "alerts without the Prometheus Operator": lambda c, n: c["kiam:monitoring"].update(
+        enabled=n % 2 == 1, prometheusOperator=False, alerts=True
+    ),
+    "monitoring labels without the Prometheus Operator": lambda c, n: c["kiam:monitoring"].update(
+        prometheusOperator=False, alerts=False, labels={f"release{n}": "prometheus"}
+    ),
+    "monitoring label the program sets": lambda c, n: c["kiam:monitoring"].update(
+        labels={f"app.kubernetes.io/{('name', 'part-of', 'team')[n % 3]}": "x"}
     ),
     "agent port a node holds": lambda c, n: c["kiam:agent"].update(
         port=(10248, 10249, 10250, 10256, 30000 + n)[n - 1]

@@ -152,7 +152,7 @@ def test_every_problem_is_listed_with_its_key_path() -> None:
         "priorityClassName, replicas, resources, rolloutTimeoutMinutes, serviceName, sessionDuration, "
         "sessionRefresh, syncInterval, unhealthyNodeTolerationSeconds)",
         "kiam:sever: is not a known setting (allowed here: adoption, agent, applications, cluster, iam, "
-        "kubeconfig, namespace, nodeGroup, server, tls)",
+        "kubeconfig, monitoring, namespace, nodeGroup, server, tls)",
     ]
 
 
@@ -234,7 +234,10 @@ S3_READ = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:
         {"server": {"extraArgs": ["--fetchers=16", "--session=kiam-prod"]}},
         {"server": {"extraArgs": ["--no-disable-strict-namespace-regexp"]}},
         {"agent": {"extraArgs": ["--pprof-listen-addr=127.0.0.1:9990"]}},
-        {"agent": {"keepaliveTime": "10s", "keepaliveTimeout": "4s"}},
+        {"agent": {"keepaliveTime": "10s", "keepaliveTimeout": "3s"}},
+        {"monitoring": {"enabled": True, "scrapeInterval": "10s"}},
+        {"monitoring": {"enabled": True, "scrapeInterval": "1m15s", "labels": {"release": "kps"}}},
+        {"monitoring": {"enabled": True, "prometheusOperator": False, "alerts": False}},
         {"agent": {"allowedMetadataRoutes": "^/latest/meta-data/(placement/.*|instance-id)\\z"}},
         {"agent": {"port": 10251, "metricsPort": 29999}},
         {

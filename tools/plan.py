@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 "Validators",
                 [f"✗ {f}" for f in findings]
                 or [
-                    f"✓ {len(plan.manifests)} manifests valid (Kubernetes {settings.cluster.kubernetes_version}, strict)",
+                    f"✓ {len(plan.manifests)} manifests valid (Kubernetes {settings.cluster.kubernetes_version}{_crd_note(plan)}, strict)",
                     f"✓ {len(plan.iam)} IAM roles lint clean (parliament)",
                 ],
             )
@@ -98,6 +98,15 @@ def main(argv: list[str] | None = None) -> int:
             f"\nWrote {args.out}/resources.json, {len(plan.manifests)} manifests and {len(plan.iam)} IAM roles."
         )
     return EXIT_FAILED if violations or findings else EXIT_OK
+
+
+def _crd_note(plan: Any) -> str:
+    """How many manifests were validated against a vendored CRD instead (tools/crds)."""
+    from tools.validate import custom_resource_schemas
+
+    schemas = custom_resource_schemas()
+    custom = [m for m in plan.manifests.values() if (m["apiVersion"], m["kind"]) in schemas]
+    return f"; {len(custom)} against the Prometheus Operator's CRDs" if custom else ""
 
 
 def _secret_keys(config: dict[str, Any]) -> list[str]:

@@ -1,16 +1,25 @@
-"""Independent validators of a rendered plan: the Kubernetes OpenAPI schemas and an IAM linter.
+"""Independent validators of a rendered plan: the Kubernetes OpenAPI schemas, the Prometheus
+Operator's CRD schemas, and an IAM linter.
 
-Both ship their data in their packages, so validation is offline and repeatable.
+The first and last ship their data in their packages; the CRDs are vendored in `tools/crds/`
+(their source is in its README). Validation is offline and repeatable.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from settings.cluster import ClusterSettings
+
+CRD_DIR = Path(__file__).resolve().parent / "crds"
 
 # A trust policy has no Resource by definition; parliament lints identity policies only and says so.
 TRUST_POLICY_FINDING = ("MALFORMED", "Statement contains neither Resource nor NotResource")
@@ -44,10 +53,22 @@ def kubernetes_findings(
     import kubernetes_validate
 
     version = f"{kubernetes_version}.0"
+    custom = custom_resource_schemas()
     findings = []
     for file_name, obj in sorted(manifests.items()):
+        if (obj.get("apiVersion"), obj.get("kind")) in custom:
+            findings += custom_resource_findings(file_name, obj)
+            continue
         try:
             kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.SchemaNotFoundError:
+            findings.append(
+                Finding(
+                    file_name,
+                    f"kubernetes-validate {version} strict",
+                    f"no schema for {obj.get('apiVersion')} {obj.get('kind')}",
+                )
+            )
         except kubernetes_validate.ValidationError as error:
             where = ".".join(str(p) for p in error.path) or "(root)"
             findings.append(
@@ -56,6 +77,71 @@ def kubernetes_findings(
                 )
             )
     return findings
+
+
+@functools.cache
+def custom_resource_schemas() -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+    """(apiVersion, kind) -> (the CRD's file, its `openAPIV3Schema` made strict) of every served
+    version of every vendored CRD."""
+    schemas = {}
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        for version in crd["spec"]["versions"]:
+            if version.get("served"):
+                schema = strict_schema(version["schema"]["openAPIV3Schema"])
+                schemas[(f"{group}/{version['name']}", kind)] = (path.name, schema)
+    return schemas
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with unknown fields refused wherever the API server would prune them.
+
+    A structural CRD schema does not refuse unknown fields: the API server silently drops them
+    (pruning), so a misspelt field would vanish from the applied object. Every object schema that
+    lists its properties and neither preserves unknown fields nor describes extra ones gets
+    `additionalProperties: false`, as kubernetes-validate's strict mode does for built-in kinds.
+    """
+    strict = copy.deepcopy(schema)
+
+    def walk(node: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        if (
+            "properties" in node
+            and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")
+        ):
+            node["additionalProperties"] = False
+        for key in ("properties", "patternProperties"):
+            for child in (node.get(key) or {}).values():
+                walk(child)
+        for key in ("items", "additionalProperties", "not"):
+            walk(node.get(key))
+        for key in ("allOf", "anyOf", "oneOf"):
+            for child in node.get(key) or []:
+                walk(child)
+
+    walk(strict)
+    return strict
+
+
+def custom_resource_findings(file_name: str, obj: dict[str, Any]) -> list[Finding]:
+    """An object of a vendored CRD against that CRD's schema, strictly. The CRD's CEL rules
+    (`x-kubernetes-validations`) are not evaluated here: the e2e suite applies the objects to a
+    real API server, which does."""
+    from jsonschema import Draft4Validator
+
+    crd_file, schema = custom_resource_schemas()[(obj["apiVersion"], obj["kind"])]
+    errors = sorted(Draft4Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
+    return [
+        Finding(
+            file_name,
+            f"CRD schema {crd_file} strict",
+            f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}",
+        )
+        for e in errors
+    ]
 
 
 def cluster_oidc_provider(cluster: ClusterSettings) -> re.Pattern[str]:
@@ -152,8 +238,11 @@ def _federated(statement: Any) -> Any:
 
 def preload() -> None:
     """Import both validators and their data (parliament parses ~10 MB of IAM definitions)."""
+    import jsonschema  # noqa: F401
     import kubernetes_validate  # noqa: F401
     import parliament  # noqa: F401
+
+    custom_resource_schemas()
 
 
 def validate_plan(

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from components.labels import PERMITTED_ANNOTATION
+from components.labels import NODE_GROUP_LABEL, PERMITTED_ANNOTATION
 from components.policies import ROLE_TAG
 from components.tokens import (
     DAEMON_SET,
     DEPLOYMENT,
     NAMESPACE,
     NAMESPACE_PATCH,
+    NODE,
     NODE_GROUP,
     ROLE,
     ROLE_POLICY,
@@ -50,7 +51,16 @@ class KiamView:
 
     @cached_property
     def node_groups(self) -> list[Resource]:
-        return self.of_type(NODE_GROUP)
+        """The dedicated node group: an EKS managed node group, or where a stack registers its
+        nodes itself (the real-engine suite's kwok stand-in), Nodes carrying the group label."""
+        return [
+            *self.of_type(NODE_GROUP),
+            *(
+                n
+                for n in self.of_type(NODE)
+                if NODE_GROUP_LABEL in (dig(n.inputs, "metadata", "labels", default={}) or {})
+            ),
+        ]
 
     def roles_tagged(self, value: str) -> list[Resource]:
         return [r for r in self.of_type(ROLE) if dig(r.inputs, "tags", ROLE_TAG) == value]
@@ -102,6 +112,16 @@ class KiamView:
         }
         taints = []
         for group in self.node_groups:
+            if group.type == NODE:  # already in Kubernetes spelling
+                taints += [
+                    {
+                        "key": t.get("key"),
+                        "value": t.get("value", ""),
+                        "effect": t.get("effect", ""),
+                    }
+                    for t in dig(group.inputs, "spec", "taints", default=[]) or []
+                ]
+                continue
             for taint in group.inputs.get("taints") or []:
                 taints.append(
                     {
@@ -110,7 +130,8 @@ class KiamView:
                         "effect": effects.get(taint.get("effect"), ""),
                     }
                 )
-        return taints
+        # One entry per distinct taint: every stand-in node carries the group's one taint.
+        return [dict(t) for t in dict.fromkeys(tuple(sorted(t.items())) for t in taints)]
 
 
 def pod_spec(workload: Resource) -> Any:

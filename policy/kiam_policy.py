@@ -1,4 +1,5 @@
-"""One mandatory stack policy per invariant, each a thin wrapper around `invariants.CHECKS`."""
+"""The CrossGuard pack: one mandatory stack policy per guarantee, and one mandatory resource policy
+for each part of a guarantee that one resource decides, each a thin wrapper around `invariants`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pulumi_policy import (
     Policy,
     PolicyResource,
     ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -25,6 +28,7 @@ from pulumi_policy.proxy import (
 )
 
 from invariants import CHECKS, UNKNOWN, Resource
+from invariants.per_resource import RESOURCE_LEVEL, resource_violations
 from invariants.view import KiamView
 
 _SENTINELS = {
@@ -63,22 +67,62 @@ def to_resource(resource: PolicyResource) -> Resource:
     )
 
 
-def _validator(check_id: str) -> Callable[[StackValidationArgs, ReportViolation], None]:
+def _stack_validator(check_id: str) -> Callable[[StackValidationArgs, ReportViolation], None]:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-        view = KiamView([to_resource(r) for r in args.resources])
-        for violation in CHECKS[check_id](view):
+        resources = [to_resource(r) for r in args.resources]
+        by_urn = {r.urn: r for r in resources}
+        for violation in CHECKS[check_id](KiamView(resources)):
             urn = violation.resource if violation.resource.startswith("urn:") else None
+            alone = by_urn.get(urn or "")
+            if alone is not None and violation in resource_violations(check_id, alone):
+                continue  # its resource policy already stopped that resource's step
             report_violation(f"[{violation.id}] {violation.reason}", urn)
 
     return validate
 
 
+def _resource_validator(
+    check_id: str,
+) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
+    def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+        resource = Resource(
+            urn=args.urn,
+            type=args.resource_type,
+            name=args.name,
+            inputs=_plain(args.props),
+            delete_before_replace=bool(args.opts.delete_before_replace),
+        )
+        for violation in resource_violations(check_id, resource):
+            report_violation(f"[{violation.id}] {violation.reason}", None)
+
+    return validate
+
+
+def _summary(check_id: str) -> str:
+    return (CHECKS[check_id].__doc__ or check_id).strip().splitlines()[0]
+
+
+# Resource policies run before each resource's step, so what one resource decides is prevented,
+# on `up --skip-preview` too. Stack policies see every resource, after all steps: a preview (and
+# the preview `pulumi up` starts with) fails on them before anything changes; an update without a
+# preview reports them once its changes are applied.
 POLICIES: list[Policy] = [
-    StackValidationPolicy(
-        name=f"kiam-{check_id}",
-        description=(check.__doc__ or check_id).strip().splitlines()[0],
-        enforcement_level=EnforcementLevel.MANDATORY,
-        validate=_validator(check_id),
-    )
-    for check_id, check in CHECKS.items()
+    *(
+        ResourceValidationPolicy(
+            name=f"kiam-{check_id}-resource",
+            description=f"{_summary(check_id)} (what {', '.join(sorted(types))} alone decides)",
+            enforcement_level=EnforcementLevel.MANDATORY,
+            validate=_resource_validator(check_id),
+        )
+        for check_id, types in RESOURCE_LEVEL.items()
+    ),
+    *(
+        StackValidationPolicy(
+            name=f"kiam-{check_id}",
+            description=_summary(check_id),
+            enforcement_level=EnforcementLevel.MANDATORY,
+            validate=_stack_validator(check_id),
+        )
+        for check_id in CHECKS
+    ),
 ]

@@ -13,6 +13,8 @@ import pytest
 from pulumi_policy import (
     PolicyResource,
     PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
 )
@@ -20,6 +22,7 @@ from pulumi_policy.policy import PolicyCustomTimeouts
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from invariants import CHECKS
+from invariants.per_resource import RESOURCE_LEVEL
 from policy.kiam_policy import POLICIES
 from tests.conftest import base_config, run_program
 from tools.mock_engine import Recording
@@ -53,19 +56,60 @@ def policy_resources(rec: Recording, change: Any = None) -> list[PolicyResource]
 
 
 def run_pack(resources: list[PolicyResource]) -> list[tuple[str, str, str | None]]:
+    """As the engine runs the pack: each resource policy on each resource (before its step; a
+    violation names the resource), then each stack policy on all of them."""
     reported: list[tuple[str, str, str | None]] = []
     for policy in POLICIES:
-        assert isinstance(policy, StackValidationPolicy)
-        policy.validate(
-            StackValidationArgs(resources),
-            lambda message, urn=None, policy=policy: reported.append((policy.name, message, urn)),
-        )
+        if isinstance(policy, ResourceValidationPolicy):
+            for r in resources:
+                args = ResourceValidationArgs(r.resource_type, r.props, r.urn, r.name, r.opts, None)
+                policy.validate(
+                    args,
+                    lambda message, urn=None, policy=policy, r=r: reported.append(
+                        (policy.name, message, urn or r.urn)
+                    ),
+                )
+    for policy in POLICIES:
+        if isinstance(policy, StackValidationPolicy):
+            policy.validate(
+                StackValidationArgs(resources),
+                lambda message, urn=None, policy=policy: reported.append(
+                    (policy.name, message, urn)
+                ),
+            )
     return reported
 
 
-def test_one_mandatory_policy_per_invariant() -> None:
-    assert [p.name for p in POLICIES] == [f"kiam-{check_id}" for check_id in CHECKS]
+def test_a_mandatory_stack_policy_per_guarantee_and_a_resource_policy_per_part_one_resource_decides() -> (
+    None
+):
+    assert [p.name for p in POLICIES] == [
+        *(f"kiam-{check_id}-resource" for check_id in RESOURCE_LEVEL),
+        *(f"kiam-{check_id}" for check_id in CHECKS),
+    ]
+    assert [type(p).__name__ for p in POLICIES] == [
+        *(["ResourceValidationPolicy"] * len(RESOURCE_LEVEL)),
+        *(["StackValidationPolicy"] * len(CHECKS)),
+    ]
     assert {p.enforcement_level.value for p in POLICIES} == {"mandatory"}
+
+
+def test_what_one_resource_decides_is_reported_once_by_its_resource_policy(
+    base_run: Recording,
+) -> None:
+    def drop_anti_affinity(reg: Any, props: dict[str, Any]) -> None:
+        if reg.type == "kubernetes:apps/v1:Deployment":
+            del props["spec"]["template"]["spec"]["affinity"]
+
+    deployment = base_run.one("kubernetes:apps/v1:Deployment")
+    assert run_pack(policy_resources(base_run, drop_anti_affinity)) == [
+        (
+            "kiam-server-anti-affinity-resource",
+            "[server-anti-affinity] no required pod anti-affinity on kubernetes.io/hostname "
+            "selecting server pods only",
+            deployment.urn,
+        )
+    ]
 
 
 def test_a_clean_stack_passes_every_policy(base_run: Recording) -> None:
@@ -95,7 +139,7 @@ def test_delete_before_replace_reaches_the_check_through_resource_options(
     group.opts.delete_before_replace = True
     assert run_pack(resources) == [
         (
-            "kiam-node-group-replacement",
+            "kiam-node-group-replacement-resource",
             "[node-group-replacement] is delete-before-replace: servers would lose their nodes first",
             group.urn,
         )

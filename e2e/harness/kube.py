@@ -8,8 +8,10 @@ import json
 import ssl
 import subprocess
 import tempfile
+import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,31 @@ class Kube:
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)
+
+    def watch(self, path: str, stop: threading.Event) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every change to the collection at `path` as (event type, object), starting with its
+        current members as ADDED and then ("LISTED", {}), until `stop` is set: the API server's
+        own order of events."""
+        listing = self.get(path)
+        version = listing["metadata"]["resourceVersion"]
+        for item in listing.get("items") or []:
+            yield "ADDED", item
+        yield "LISTED", {}
+        separator = "&" if "?" in path else "?"
+        while not stop.is_set():
+            # Short server-side timeouts, so `stop` is noticed within a couple of seconds.
+            url = f"{path}{separator}watch=true&resourceVersion={version}&timeoutSeconds=2"
+            req = urllib.request.Request(self.server + url)
+            if self._token:
+                req.add_header("Authorization", f"Bearer {self._token}")
+            with urllib.request.urlopen(req, context=self._ssl, timeout=15) as stream:
+                for line in stream:
+                    event = json.loads(line)
+                    if event["type"] == "ERROR":  # e.g. 410 Gone: start over from a new list
+                        yield from self.watch(path, stop)
+                        return
+                    version = event["object"]["metadata"]["resourceVersion"]
+                    yield event["type"], event["object"]
 
     def items(self, path: str) -> list[dict[str, Any]]:
         return list(self.get(path).get("items") or [])

@@ -1,5 +1,12 @@
-"""Watches the cluster while it changes: every half second, the server pods and where they are,
-the Service's ready endpoints, the nodes, and the agents on each node."""
+"""Watches the cluster while it changes, two ways at once:
+
+- every half second, a sample of the server pods and where they are, the Service's ready
+  endpoints, the nodes, and the agents on each node;
+- every change the API server reports for the namespace's pods and the Service's EndpointSlices
+  (a watch), in the API server's own order, so a dip shorter than half a second (kwok starts a
+  pod in milliseconds) is still seen.
+
+The assertions read both: a sample and an event are each a `Sample` of the timeline."""
 
 from __future__ import annotations
 
@@ -56,10 +63,21 @@ class Watcher:
     samples: list[Sample] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
+    events: list[Sample] = field(default_factory=list)
+    """The state after each watched change."""
+
     def __post_init__(self) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._threads = [
+            threading.Thread(target=self._run, daemon=True),
+            threading.Thread(target=self._stream, args=("pods",), daemon=True),
+            threading.Thread(target=self._stream, args=("slices",), daemon=True),
+        ]
         self._start = time.monotonic()
+        self._lock = threading.Lock()
+        self._pods: dict[str, dict[str, Any]] = {}
+        self._slices: dict[str, dict[str, Any]] = {}
+        self._listed: set[str] = set()
 
     def now(self) -> float:
         return time.monotonic() - self._start
@@ -98,26 +116,79 @@ class Watcher:
                 p["metadata"]["name"]: (p["spec"].get("nodeName") or "", is_ready(p))
                 for p in servers
             },
-            ready_endpoints=sum(
-                1
-                for s in slices
-                for e in s.get("endpoints") or []
-                if (e.get("conditions") or {}).get("ready")
-            ),
+            ready_endpoints=_ready_endpoints(slices),
             nodes=frozenset(n["metadata"]["name"] for n in nodes),
             agents=by_node,
             server_images=_images(servers),
             agent_images=_images(agents),
         )
 
+    def _stream(self, what: str) -> None:
+        ns = self.namespace
+        path = (
+            f"/api/v1/namespaces/{ns}/pods"
+            if what == "pods"
+            else f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
+            f"?labelSelector=kubernetes.io/service-name={self.service}"
+        )
+        store = self._pods if what == "pods" else self._slices
+        try:
+            for kind, obj in self.kube.watch(path, self._stop):
+                with self._lock:
+                    if kind == "LISTED":
+                        self._listed.add(what)
+                    elif kind == "DELETED":
+                        store.pop(obj["metadata"]["name"], None)
+                    else:
+                        store[obj["metadata"]["name"]] = obj
+                    # Half-listed states are not states the cluster was in: record from the
+                    # moment both watches hold the whole collection.
+                    if self._listed == {"pods", "slices"}:
+                        self.events.append(self._state(self.now()))
+        except Exception as error:
+            if not self._stop.is_set():
+                self.errors.append(f"{self.now():.1f}s: {what} watch: {error}")
+
+    def _state(self, t: float) -> Sample:
+        pods = list(self._pods.values())
+        servers = [p for p in pods if _labelled(p, self.server_labels)]
+        agents = [p for p in pods if _labelled(p, self.agent_labels)]
+        by_node: dict[str, list[bool]] = {}
+        for pod in agents:
+            if pod["spec"].get("nodeName"):
+                by_node.setdefault(pod["spec"]["nodeName"], []).append(is_ready(pod))
+        return Sample(
+            t=t,
+            servers={
+                p["metadata"]["name"]: (p["spec"].get("nodeName") or "", is_ready(p))
+                for p in servers
+            },
+            ready_endpoints=_ready_endpoints(list(self._slices.values())),
+            nodes=self.samples[-1].nodes if self.samples else frozenset(),
+            agents=by_node,
+            server_images=_images(servers),
+            agent_images=_images(agents),
+        )
+
+    @property
+    def timeline(self) -> list[Sample]:
+        """Samples and watched changes together, in time order."""
+        return sorted([*self.samples, *self.events], key=lambda s: s.t)
+
     @contextmanager
     def running(self) -> Iterator[Watcher]:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
+        # The watches list first: the timeline starts from the state before anything changes.
+        deadline = time.monotonic() + 10
+        while len(self.events) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
         try:
             yield self
         finally:
             self._stop.set()
-            self._thread.join(timeout=10)
+            for thread in self._threads:
+                thread.join(timeout=15)
 
     # --- what the scenarios assert ------------------------------------------------------------
 
@@ -129,20 +200,20 @@ class Watcher:
         raise AssertionError(f"never observed: {condition}")
 
     def min_ready_servers(self, after: float = 0.0) -> int:
-        return min(s.ready_servers for s in self.samples if s.t >= after)
+        return min(s.ready_servers for s in self.timeline if s.t >= after)
 
     def zero_endpoint_times(self) -> list[float]:
-        return [s.t for s in self.samples if s.ready_endpoints == 0]
+        return [s.t for s in self.timeline if s.ready_endpoints == 0]
 
     def nodes_with_two_agents(self) -> list[tuple[float, str]]:
-        return [(s.t, n) for s in self.samples for n, pods in s.agents.items() if len(pods) > 1]
+        return [(s.t, n) for s in self.timeline for n, pods in s.agents.items() if len(pods) > 1]
 
     def worst_agent_gap(self, nodes: set[str]) -> tuple[float, str]:
         """The longest time any of `nodes` went without a Ready agent, and which node."""
         worst, where = 0.0, ""
         for node in sorted(nodes):
             gap_start: float | None = None
-            for s in self.samples:
+            for s in self.timeline:
                 ready = any(s.agents.get(node, []))
                 if not ready and gap_start is None:
                     gap_start = s.t
@@ -150,10 +221,25 @@ class Watcher:
                     if s.t - gap_start > worst:
                         worst, where = s.t - gap_start, node
                     gap_start = None
-            if gap_start is not None and self.samples and self.samples[-1].t - gap_start > worst:
-                worst, where = self.samples[-1].t - gap_start, node
+            end = self.timeline[-1].t if self.timeline else 0.0
+            if gap_start is not None and end - gap_start > worst:
+                worst, where = end - gap_start, node
         return worst, where
 
 
 def _images(pods: list[dict[str, Any]]) -> frozenset[str]:
     return frozenset(c["image"] for p in pods for c in p["spec"]["containers"])
+
+
+def _ready_endpoints(slices: list[dict[str, Any]]) -> int:
+    return sum(
+        1
+        for s in slices
+        for e in s.get("endpoints") or []
+        if (e.get("conditions") or {}).get("ready")
+    )
+
+
+def _labelled(obj: dict[str, Any], labels: dict[str, str]) -> bool:
+    have = obj["metadata"].get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())

@@ -26,6 +26,8 @@ EXAMPLE_STACKS = sorted(
     p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml")
 )
 _clusters = itertools.count()
+# Measured facts the scenarios report (timelines, minimums), printed after the run.
+REPORT: list[str] = []
 
 
 @pytest.fixture(scope="session")
@@ -107,3 +109,10 @@ def changes(preview_json: str) -> dict[tuple[str, str], str]:
         for s in json.loads(preview_json).get("steps") or []
         if s["op"] not in ("same", "read")
     }
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if REPORT:
+        terminalreporter.section("measured")
+        for line in REPORT:
+            terminalreporter.write_line(line)

@@ -22,7 +22,14 @@ import pytest
 from e2e.harness.environment import Environment
 from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
 from e2e.harness.watcher import Watcher
-from e2e.tests.conftest import deploy, example_config, fresh_environment, set_settings, with_changes
+from e2e.tests.conftest import (
+    REPORT,
+    deploy,
+    example_config,
+    fresh_environment,
+    set_settings,
+    with_changes,
+)
 
 STACK = "dev"
 NAMESPACE = "kiam"
@@ -79,8 +86,38 @@ def rolled(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) ->
         replacement = _watched_up(env, stack, replaced, env.root / "replacement.jsonl")
         upgraded = with_changes(replaced, server={"image": NEW_IMAGE}, agent={"image": NEW_IMAGE})
         upgrade = _watched_up(env, stack, upgraded, env.root / "upgrade.jsonl")
-        yield Rolled(spare, replacement, upgrade, env, stack)
+        rolled = Rolled(spare, replacement, upgrade, env, stack)
+        REPORT.extend(summary(rolled))
+        yield rolled
         stack.destroy()
+
+
+def summary(rolled: Rolled) -> list[str]:
+    """The replacement's timeline and both rollouts' minimums, as `make e2e` prints them."""
+    r, w = rolled.replacement, rolled.replacement.watcher
+    label = "with a spare node" if rolled.spare else "without a spare node"
+
+    def at(condition: str, predicate: Any) -> str:
+        try:
+            return f"{w.first(condition, predicate).t:.1f}s"
+        except AssertionError:
+            return "never"
+
+    return [
+        f"replacement {label}: new nodes at "
+        + at("new nodes", lambda s: r.new_nodes <= s.nodes)
+        + ", first server on them at "
+        + at("moved", lambda s: s.servers_on(r.new_nodes) > 0)
+        + ", all Ready there at "
+        + at("all", lambda s: s.ready_servers_on(r.new_nodes) == REPLICAS)
+        + ", old nodes gone at "
+        + at("gone", lambda s: not (r.old_nodes & s.nodes))
+        + f", `pulumi up` returned at {r.returned_at:.1f}s",
+        f"min Ready servers {label} (of {REPLICAS}): replacement "
+        f"{r.watcher.min_ready_servers()}, upgrade {rolled.upgrade.watcher.min_ready_servers()}; "
+        f"{len(r.watcher.samples) + len(rolled.upgrade.watcher.samples)} samples, "
+        f"{len(r.watcher.events) + len(rolled.upgrade.watcher.events)} watched changes",
+    ]
 
 
 def test_new_nodes_exist_before_any_server_moves(rolled: Rolled) -> None:

@@ -34,7 +34,7 @@ class _Server:
 
 
 def application_reachable(view: KiamView) -> list[Violation]:
-    """11. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role.
+    """11. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role (judged on the aws:iam roles).
 
     As IAM and kiam decide each (`invariants.kiam_rules`); with IRSA the role also trusts
     exactly its one service account, and without, no web identity at all.

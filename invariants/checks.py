@@ -134,13 +134,8 @@ def _number(value: Any) -> str:
 
 
 def server_service(view: KiamView) -> list[Violation]:
-    """4. Agents dial a headless Service that selects the servers, by a name the certificate carries."""
+    """4. Agents dial a headless Service of this stack that selects the servers."""
     out = []
-    sans = [
-        dig(c.inputs, "dnsNames", default=[]) or []
-        for c in view.of_type(CERT_REQUEST)
-        if dig(c.inputs, "subject", "commonName") == "kiam-server"
-    ]
     for agent in view.agents:
         host, service = view.dialed_service(agent)
         if host is None:
@@ -168,10 +163,23 @@ def server_service(view: KiamView) -> list[Violation]:
                     "server-service", service.urn, "its selector is not the server pods' selector"
                 )
             )
-        if not any(host in names for names in sans):
+    return out
+
+
+def server_certificate(view: KiamView) -> list[Violation]:
+    """4. The server certificate names the host agents dial (judged on the pulumi-tls certificate request)."""
+    sans = [
+        dig(c.inputs, "dnsNames", default=[]) or []
+        for c in view.of_type(CERT_REQUEST)
+        if dig(c.inputs, "subject", "commonName") == "kiam-server"
+    ]
+    out = []
+    for agent in view.agents:
+        host, _ = view.dialed_service(agent)
+        if host is not None and not any(host in names for names in sans):
             out.append(
                 Violation(
-                    "server-service",
+                    "server-certificate",
                     agent.urn,
                     f"dials {host}, which the server certificate does not name",
                 )
@@ -261,7 +269,7 @@ def server_args(view: KiamView) -> list[Violation]:
 
 
 def iam_least_privilege(view: KiamView) -> list[Violation]:
-    """7. Only the node role may assume the server role; the server role only the application pattern."""
+    """7. Only the node role may assume the server role, which may assume only application roles (judged on the aws:iam roles and policies)."""
     node_roles = view.roles_tagged("server-node")
     server_roles = view.roles_tagged("server")
     if len(node_roles) != 1 or len(server_roles) != 1:
@@ -474,6 +482,7 @@ CHECKS: dict[str, Check] = {
     "server-tolerations": server_tolerations,
     "server-disruption-budget": server_disruption_budget,
     "server-service": server_service,
+    "server-certificate": server_certificate,
     "agent-placement": agent_placement,
     "server-args": server_args,
     "iam-least-privilege": iam_least_privilege,

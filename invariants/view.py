@@ -120,6 +120,10 @@ class KiamView:
                         "effect": t.get("effect", ""),
                     }
                     for t in dig(group.inputs, "spec", "taints", default=[]) or []
+                    # A Node as the API server returns it (the previews' dry runs) also carries
+                    # Kubernetes' own condition taints (node.kubernetes.io/not-ready); a group's
+                    # taint never is one: EKS refuses keys under kubernetes.io.
+                    if "kubernetes.io/" not in str(t.get("key"))
                 ]
                 continue
             for taint in group.inputs.get("taints") or []:

@@ -237,7 +237,7 @@ CASES: list[Case] = [
         ),
         lambda rs: [
             (
-                "server-service",
+                "server-certificate",
                 urn(rs, DAEMON_SET),
                 "dials kiam-server.kiam.svc.cluster.local, which the server certificate does not name",
             )

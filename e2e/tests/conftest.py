@@ -64,6 +64,15 @@ def env(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) -> It
         yield e
 
 
+@pytest.fixture(scope="module")
+def installed_dev(env: Environment) -> Iterator[PulumiStack]:
+    """The dev example stack, installed on the module's control plane, destroyed at its end."""
+    stack, _ = deploy(env, "dev", example_config("dev"))
+    stack.up()
+    yield stack
+    stack.destroy()
+
+
 def example_config(stack: str) -> dict[str, Any]:
     config: dict[str, Any] = yaml.safe_load((STACKS_DIR / f"Pulumi.{stack}.yaml").read_text())[
         "config"

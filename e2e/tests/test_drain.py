@@ -7,25 +7,14 @@ everything is Ready again."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from e2e.harness.environment import Environment
 from e2e.harness.kube import is_ready
+from e2e.harness.pulumi import PulumiStack
 from e2e.harness.watcher import Watcher
-from e2e.tests.conftest import deploy, example_config
 
-STACK, NAMESPACE = "dev", "kiam"
+NAMESPACE = "kiam"
 PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget"
-
-
-@pytest.fixture(scope="module")
-def installed(env: Environment) -> Iterator[Environment]:
-    stack, _ = deploy(env, STACK, example_config(STACK))
-    stack.up()
-    yield env
-    stack.destroy()
 
 
 def wait_for(env: Environment, what: str, predicate: object, deadline: float = 120) -> None:
@@ -50,9 +39,8 @@ def drain(env: Environment, node: str, timeout: str = "60s") -> tuple[int, str]:
 
 
 def test_a_drained_server_waits_and_a_second_drain_is_refused_until_the_first_node_returns(
-    installed: Environment,
+    env: Environment, installed_dev: PulumiStack
 ) -> None:
-    env = installed
     first, second = env.dedicated_nodes()
     watcher = Watcher(env.kube, NAMESPACE, "kiam-server")
     with watcher.running():

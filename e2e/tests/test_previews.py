@@ -5,7 +5,6 @@ README's pull-request section links. Rewrite them with `pytest e2e/tests --updat
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,19 +12,11 @@ import pytest
 from e2e.harness.environment import Environment
 from e2e.harness.pulumi import PulumiStack
 from e2e.harness.toolchain import REPO
-from e2e.tests.conftest import changes, deploy, example_config, set_settings, with_changes
+from e2e.tests.conftest import changes, example_config, set_settings, with_changes
 
 GOLDEN = REPO / "e2e" / "golden"
 BUMPED_IMAGE = "quay.io/uswitch/kiam:v4.2-e2e"
 STACK = "dev"
-
-
-@pytest.fixture(scope="module")
-def installed(env: Environment) -> Iterator[PulumiStack]:
-    stack, _ = deploy(env, STACK, example_config(STACK))
-    stack.up()
-    yield stack
-    stack.destroy()
 
 
 def normalise(text: str) -> str:
@@ -63,12 +54,12 @@ def preview_of(
 
 
 def test_an_image_bump_previews_as_two_updates(
-    env: Environment, installed: PulumiStack, request: pytest.FixtureRequest
+    env: Environment, installed_dev: PulumiStack, request: pytest.FixtureRequest
 ) -> None:
     config = with_changes(
         example_config(STACK), server={"image": BUMPED_IMAGE}, agent={"image": BUMPED_IMAGE}
     )
-    diff, steps = preview_of(env, installed, config)
+    diff, steps = preview_of(env, installed_dev, config)
     assert steps == {
         ("kubernetes:apps/v1:Deployment", "kiam-server"): "update",
         ("kubernetes:apps/v1:DaemonSet", "kiam-agent"): "update",
@@ -77,10 +68,10 @@ def test_an_image_bump_previews_as_two_updates(
 
 
 def test_a_node_group_replacement_previews_as_replaced_nodes_and_a_new_node_selector(
-    env: Environment, installed: PulumiStack, request: pytest.FixtureRequest
+    env: Environment, installed_dev: PulumiStack, request: pytest.FixtureRequest
 ) -> None:
     config = with_changes(example_config(STACK), nodeGroup={"instanceTypes": ["t3.medium"]})
-    diff, steps = preview_of(env, installed, config)
+    diff, steps = preview_of(env, installed_dev, config)
     # The stand-in group is its Nodes: each is replaced, create-before-delete, as EKS replaces
     # the group; the Deployment follows the new group's name.
     assert steps == {

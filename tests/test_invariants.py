@@ -1057,3 +1057,31 @@ def test_granted_role_is_what_kiam_would_assume_for_a_live_pod(
     from invariants.kiam_rules import granted_role
 
     assert granted_role(annotation, permitted, ["server", *args]) == granted
+
+
+def test_the_stand_in_nodes_taint_is_the_groups_not_kubernetes_condition_taints() -> None:
+    """Where a stack registers its dedicated Nodes itself (the real-engine suite), a preview hands
+    the policies each Node as the API server's dry run returns it, with Kubernetes' own
+    `node.kubernetes.io/not-ready` taint added: only the group's taint may count."""
+    from invariants.view import KiamView
+
+    node = Resource(
+        urn="urn:pulumi:e2e::kiam::kiam:e2e:KwokNodeGroup$kubernetes:core/v1:Node::nodes-0",
+        type="kubernetes:core/v1:Node",
+        name="nodes-0",
+        inputs={
+            "metadata": {"labels": {"eks.amazonaws.com/nodegroup": "kiam-server-1"}},
+            "spec": {
+                "taints": [
+                    {"key": "dedicated", "value": "kiam-server", "effect": "NoSchedule"},
+                    {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+                ]
+            },
+        },
+    )
+    unlabelled = Resource(urn="urn:other", type=node.type, name="other", inputs={"spec": {}})
+    view = KiamView([node, unlabelled])
+    assert view.node_groups == [node]
+    assert view.server_taints() == [
+        {"key": "dedicated", "value": "kiam-server", "effect": "NoSchedule"}
+    ]

@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from components.labels import NODE_GROUP_LABEL, selector_labels
+from components.labels import NODE_GROUP_LABEL, Role, selector_labels
 from e2e.harness.cluster import ControlPlane
-from e2e.harness.kube import Kube, is_ready
+from e2e.harness.kube import Kube, is_ready, selector
 from e2e.harness.pulumi import PulumiStack, install_provider
 from e2e.harness.shape import ClusterShape, shape_of
 from settings.loader import settings_from_stack_file
@@ -58,9 +58,9 @@ class Environment:
 
     # --- reading the cluster back ------------------------------------------------------------
 
-    def pods(self, namespace: str, role: str) -> list[dict[str, Any]]:
-        labels = ",".join(f"{k}={v}" for k, v in selector_labels(role).items())  # type: ignore[arg-type]
-        return self.kube.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={labels}")
+    def pods(self, namespace: str, role: Role) -> list[dict[str, Any]]:
+        query = selector(selector_labels(role))
+        return self.kube.items(f"/api/v1/namespaces/{namespace}/pods?labelSelector={query}")
 
     def dedicated_nodes(self, group: str | None = None) -> list[str]:
         """Nodes of the stand-in node group (of one group, if named)."""
@@ -74,7 +74,8 @@ class Environment:
         where: dict[str, list[str]] = {
             n["metadata"]["name"]: [] for n in self.kube.items("/api/v1/nodes")
         }
-        for role in ("server", "agent"):
+        roles: tuple[Role, ...] = ("server", "agent")
+        for role in roles:
             for pod in self.pods(namespace, role):
                 node = pod["spec"].get("nodeName") or "(pending)"
                 state = "Ready" if is_ready(pod) else (pod.get("status") or {}).get("phase", "?")

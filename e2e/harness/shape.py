@@ -63,6 +63,8 @@ def shape_of(settings: StackSettings) -> ClusterShape:
 
 
 def _node(name: str, zone: str, region: str, taints: list[dict[str, str]]) -> dict[str, Any]:
+    # A stable, distinct address per node name (host-network pods, the agents, get it).
+    address = f"10.0.{sum(name.encode()) % 250}.{10 + int(name.rsplit('-', 1)[1])}"
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -85,7 +87,7 @@ def _node(name: str, zone: str, region: str, taints: list[dict[str, str]]) -> di
             "addresses": [
                 {
                     "type": "InternalIP",
-                    "address": f"10.0.0.{10 + len(name) + sum(map(ord, name)) % 200}",
+                    "address": address,
                 }
             ],
         },

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,10 +192,10 @@ class Watcher:
 
     # --- what the scenarios assert ------------------------------------------------------------
 
-    def first(self, condition: str, predicate: object) -> Sample:
+    def first(self, condition: str, predicate: Callable[[Sample], bool]) -> Sample:
         """The first sample for which `predicate` holds (fails with `condition` if none does)."""
         for s in self.samples:
-            if predicate(s):  # type: ignore[operator]
+            if predicate(s):
                 return s
         raise AssertionError(f"never observed: {condition}")
 

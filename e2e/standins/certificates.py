@@ -18,7 +18,7 @@ from pathlib import Path
 import pulumi
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from components.cloud import CertificateRequest, KeyPair
@@ -91,6 +91,11 @@ def make_leaf(request: CertificateRequest, ca_cert_pem: str, ca_key_pem: str) ->
     """A certificate for `request`, signed by the CA, and its new key."""
     ca_cert = x509.load_pem_x509_certificate(ca_cert_pem.encode())
     ca_key = serialization.load_pem_private_key(ca_key_pem.encode(), password=None)
+    # A running install's CA (adoption) may be RSA; ours are ECDSA.
+    if not isinstance(ca_key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
+        raise ValueError(
+            f"the CA key is a {type(ca_key).__name__}: only ECDSA and RSA CAs sign here"
+        )
     key = ec.generate_private_key(ec.SECP256R1())
     builder = _builder(
         _name(request.common_name, request.organization),
@@ -111,7 +116,7 @@ def make_leaf(request: CertificateRequest, ca_cert_pem: str, ca_key_pem: str) ->
     unknown = set(request.uses) - _KEY_USAGES - set(_EXTENDED)
     if unknown:
         raise ValueError(f"the stand-in CA does not know the usages {sorted(unknown)}")
-    return _pem(builder.sign(ca_key, hashes.SHA256())), _key_pem(key)  # type: ignore[arg-type]
+    return _pem(builder.sign(ca_key, hashes.SHA256())), _key_pem(key)
 
 
 def _name(common_name: str, organization: str) -> x509.Name:

@@ -7,6 +7,8 @@ everything is Ready again."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from e2e.harness.environment import Environment
 from e2e.harness.kube import is_ready
@@ -17,10 +19,15 @@ NAMESPACE = "kiam"
 PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget"
 
 
-def wait_for(env: Environment, what: str, predicate: object, deadline: float = 120) -> None:
+def wait_for(
+    env: Environment,
+    what: str,
+    predicate: Callable[[list[dict[str, Any]]], bool],
+    deadline: float = 120,
+) -> None:
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        if predicate(env.pods(NAMESPACE, "server")):  # type: ignore[operator]
+        if predicate(env.pods(NAMESPACE, "server")):
             return
         time.sleep(0.5)
     raise AssertionError(f"not within {deadline} s: {what}\n{env.placement(NAMESPACE)}")

@@ -101,3 +101,34 @@ def test_a_second_up_changes_nothing(installed: Installed) -> None:
     # --expect-no-changes fails the command on any step that is not `same`: no perpetual diff.
     result = installed.stack.up("--expect-no-changes")
     assert "Resources:" in result.output and "unchanged" in result.output
+
+
+def test_the_tls_secrets_hold_certificates_with_exactly_the_requested_names(
+    installed: Installed,
+) -> None:
+    import base64
+
+    from cryptography import x509
+
+    from components import naming
+
+    kube, ns = installed.env.kube, installed.namespace
+    server_config = installed.config.get("kiam:server", {})
+    service = server_config.get("serviceName", "kiam-server")
+    certs = {}
+    for role in ("server", "agent"):
+        secret = kube.get(f"/api/v1/namespaces/{ns}/secrets/kiam-{role}-certificate")
+        assert secret["type"] == "kubernetes.io/tls"
+        assert sorted(secret["data"]) == ["ca.crt", "tls.crt", "tls.key"]
+        certs[role] = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    server = x509.load_pem_x509_certificate(certs["server"]["tls.crt"])
+    sans = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == naming.service_dns_names(
+        service, ns, "cluster.local"
+    )
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    # Both sides trust the same CA, which signed both.
+    assert certs["server"]["ca.crt"] == certs["agent"]["ca.crt"]
+    ca = x509.load_pem_x509_certificate(certs["server"]["ca.crt"])
+    server.verify_directly_issued_by(ca)
+    x509.load_pem_x509_certificate(certs["agent"]["tls.crt"]).verify_directly_issued_by(ca)

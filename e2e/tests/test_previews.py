@@ -20,12 +20,30 @@ STACK = "dev"
 
 
 def normalise(text: str) -> str:
-    """The preview without what changes from run to run: timings, local paths, the provider's id."""
+    """The preview without what changes from run to run: timings, local paths, the provider's id,
+    and the order of the resources' blocks (the engine registers siblings concurrently)."""
     text = re.sub(r"Duration: \S+", "Duration: <t>", text)
     text = re.sub(r"(pulumi:providers:kubernetes::kubernetes::)[0-9a-f-]{36}", r"\1<id>", text)
     text = re.sub(r"/tmp/\S+", "<tmp>", text)
-    lines = [line.rstrip() for line in text.splitlines()]
-    return "\n".join(line for line in lines if "View in Browser" not in line).strip() + "\n"
+    lines = [line.rstrip() for line in text.splitlines() if "View in Browser" not in line]
+    head: list[str] = []
+    blocks: list[list[str]] = []
+    tail: list[str] = []
+    for line in lines:
+        if tail or line.startswith(("    --outputs:--", "Resources:")):
+            tail.append(line)
+        elif RESOURCE_BLOCK.match(line):
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+        else:
+            head.append(line)
+    ordered = [line for block in sorted(blocks, key=lambda b: "\n".join(b)) for line in block]
+    return "\n".join([*head, *ordered, *tail]).strip() + "\n"
+
+
+# The first line of one resource's block: `    ~ kubernetes:apps/v1:Deployment: (update)`.
+RESOURCE_BLOCK = re.compile(r"^    [-+~]+ ?[\w.-]+:[\w./-]+:\w+: \(")
 
 
 def check_golden(name: str, text: str, update: bool) -> None:
@@ -45,8 +63,7 @@ def preview_of(
     """The normalised `preview --diff` of a settings change, and its steps (settings restored)."""
     set_settings(env, stack, config)
     try:
-        # One step at a time: the same steps, in registration order, so the text is stable.
-        diff = stack.preview("--diff", "--parallel", "1").output
+        diff = stack.preview("--diff").output
         steps = changes(stack.preview("--json").stdout)
     finally:
         set_settings(env, stack, example_config(STACK))

@@ -146,6 +146,32 @@ def test_no_adoption_no_upsert(base_run: Recording) -> None:
     assert base_run.one("pulumi:providers:kubernetes").inputs["upsertExistingObjects"] == "false"
 
 
+def test_a_provider_sdk_without_the_upsert_switch_is_given_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pulumi-kubernetes before 4.29 (the real-engine suite's 4.25) has no switch: every create
+    upserts there. Passing it anyway failed the e2e program with a TypeError."""
+    import program.kubernetes as kubernetes
+
+    values = {k.removeprefix("kiam:"): v for k, v in adoption_config("takeover").items()}
+    settings = settings_from_values(values, "test")
+    assert kubernetes.upsert_option(settings) == {"upsert_existing_objects": True}
+    monkeypatch.setattr(kubernetes, "SDK_HAS_UPSERT_SWITCH", False)
+    assert kubernetes.upsert_option(settings) == {}
+
+
+def test_the_required_sdk_has_the_upsert_switch() -> None:
+    """requirements.txt must not admit an SDK that silently upserts every create."""
+    import re
+
+    requirements = (PROJECT_DIR / "requirements.txt").read_text()
+    bound = re.search(r"^pulumi-kubernetes>=(\d+)\.(\d+)", requirements, re.MULTILINE)
+    assert bound is not None and (int(bound[1]), int(bound[2])) >= (4, 29)
+    import program.kubernetes as kubernetes
+
+    assert kubernetes.SDK_HAS_UPSERT_SWITCH
+
+
 def test_adoption_needs_the_existing_namespace() -> None:
     config = adoption_config("servers")
     config["kiam:namespace"] = {"name": "kube-system"}

@@ -161,10 +161,12 @@ class Kiam(pulumi.ComponentResource):
         by_namespace: dict[str, list[pulumi.Input[str]]] = defaultdict(list)
         for app, role in roles.items():
             by_namespace[s.applications[app].namespace].append(role.role_arn)
-        if by_namespace:
+        if by_namespace or s.existing_permitted:
             NamespacePermissions(
                 f"{name}-permissions",
-                NamespacePermissionsArgs(role_arns_by_namespace=by_namespace),
+                NamespacePermissionsArgs(
+                    role_arns_by_namespace=by_namespace, existing=s.existing_permitted
+                ),
                 child,
             )
         return roles

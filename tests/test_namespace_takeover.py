@@ -233,3 +233,18 @@ def test_the_union_admits_exactly_the_found_values_admissions_and_the_roles(
             union,
             candidate,
         )
+
+
+def test_the_plan_renders_each_patch_of_one_namespace_to_its_own_file(
+    given_back: Recording,
+) -> None:
+    from tools.render import render
+
+    files = {name for name in render(given_back).manifests if name.startswith("namespace-")}
+    assert files == {
+        "namespace-billing-kiam-permissions-billing-existing.yaml",
+        "namespace-billing-kiam-permissions-billing.yaml",
+        "namespace-billing-kiam-permissions-billing-given-back.yaml",
+        "namespace-search.yaml",
+        "namespace-kiam.yaml",
+    }

@@ -415,6 +415,12 @@ def test_every_step_succeeds_but_the_one_the_runbook_warns_about(move: Move) -> 
     assert failed == {"takeover without orphaning"}
     output = move.results["takeover without orphaning"].output
     assert "kiam-agent" in output and "Server-Side Apply field conflict" in output
+    # ... and changed nothing of the old DaemonSet.
+    ds = f"DaemonSet/{AGENT_DAEMON_SET}"
+    before, after = move.seen["installed"][ds], move.seen["takeover without orphaning"][ds]
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"] == before["spec"]
 
 
 def test_the_previews_show_what_the_runbook_says(move: Move) -> None:

@@ -7,8 +7,8 @@ server-side-apply patch on a real API server:
   the live server's flags (`invariants.kiam_rules.granted_role`), gets exactly its role, and a pod
   of the other namespace with the same annotation gets nothing;
 - a namespace whose annotation `kubectl annotate` set and the stack does not mention (a
-  conflicting owner): `pulumi up` stops with the API server's field conflict naming that owner,
-  and the annotation keeps its value;
+  conflicting owner), or mentions with another value than it holds: `pulumi up` stops with the
+  API server's field conflict naming that owner, and the annotation keeps its value;
 - a namespace whose annotation a running kiam set, declared in `kiam:existingPermitted` (adopted):
   taken over, visible in the preview (golden file), admitting the old roles and the new one while
   held; given back by a `pulumi up`; after `pulumi destroy` every namespace is exactly as found;
@@ -64,6 +64,8 @@ class Story:
     conflict_preview: Result | None = None
     conflict_up: Result | None = None
     after_conflict: dict[str, dict[str, Any]] = field(default_factory=dict)
+    wrong_value_up: Result | None = None
+    after_wrong_value: dict[str, dict[str, Any]] = field(default_factory=dict)
     give_back_steps: dict[tuple[str, str], str] = field(default_factory=dict)
     given_back: dict[str, dict[str, Any]] = field(default_factory=dict)
     granted_after_give_back: dict[str, str | None] = field(default_factory=dict)
@@ -176,6 +178,17 @@ def story(env: Environment, request: pytest.FixtureRequest) -> Iterator[Story]:
     s.conflict_preview = stack.preview(check=False)
     s.conflict_up = stack.up(check=False)
     s.after_conflict = snapshot(kube)
+    # Declared, but not with the value the namespace holds: refused the same way, before the
+    # takeover patch is applied.
+    set_settings(
+        env,
+        stack,
+        with_apps(
+            {**APPS, "legacy": LEGACY_APP}, {"billing": FOUND, "legacy": f"{BASE}legacy-old"}
+        ),
+    )
+    s.wrong_value_up = stack.up(check=False)
+    s.after_wrong_value = snapshot(kube)
 
     # Give billing's annotation back: no application of the stack uses billing any more.
     set_settings(env, stack, with_apps({"search": APPS["search"]}, {"billing": FOUND}))
@@ -266,6 +279,19 @@ def test_a_conflicting_owner_stops_up_and_keeps_its_value(story: Story) -> None:
     assert 'conflict with "kubectl-annotate"' in output
     assert ".metadata.annotations.iam.amazonaws.com/permitted" in output
     assert annotations_of(story.after_conflict["legacy"]) == annotations_of(story.before["legacy"])
+
+
+def test_a_declared_value_the_namespace_does_not_hold_is_refused_before_the_takeover(
+    story: Story,
+) -> None:
+    assert story.wrong_value_up is not None and story.wrong_value_up.returncode != 0
+    output = story.wrong_value_up.output
+    assert "kiam-permissions-legacy-existing" in output
+    assert 'conflict with "kubectl-annotate"' in output
+    # The takeover patch never ran: no force annotation, no record, the value as it was.
+    assert annotations_of(story.after_wrong_value["legacy"]) == annotations_of(
+        story.before["legacy"]
+    )
 
 
 def test_giving_back_restores_the_found_value(story: Story) -> None:

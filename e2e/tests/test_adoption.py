@@ -122,13 +122,30 @@ def inventory(kube: Kube) -> dict[str, Any]:
     return found
 
 
-def wait_for(what: str, condition: Callable[[], bool], timeout: float = 120) -> None:
+# Generous: on a loaded 2-core machine the control plane and kwok can take a while.
+WAIT_SECONDS = 300
+
+
+def wait_for(
+    what: str,
+    condition: Callable[[], bool],
+    kube: Kube | None = None,
+    timeout: float = WAIT_SECONDS,
+) -> None:
+    """Poll until `condition` holds; on a timeout, say where every pod of kube-system was."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if condition():
             return
         time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
+    where = ""
+    if kube is not None:
+        where = "; pods: " + ", ".join(
+            f"{p['metadata']['name']}@{p['spec'].get('nodeName') or '-'}"
+            f"({(p.get('status') or {}).get('phase')}, ready={is_ready(p)})"
+            for p in kube.items(f"/api/v1/namespaces/{NS}/pods")
+        )
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{where}")
 
 
 def pods(kube: Kube, labels: dict[str, str]) -> list[dict[str, Any]]:
@@ -238,8 +255,8 @@ def roll_back_agents(move: Move) -> None:
         (pod,) = [p for p in pods(kube, labels) if p["spec"].get("nodeName") == node]
         old = pod["metadata"]["name"]
         kube.kubectl("-n", NS, "delete", "pod", old, "--wait=false")
-        wait_for(f"a new agent Ready on {node}", functools.partial(replaced, node, old))
-    wait_for("the old agents on every node", lambda: ready_on(kube, labels, move.agent_nodes))
+        wait_for(f"a new agent Ready on {node}", functools.partial(replaced, node, old), kube)
+    wait_for("the old agents on every node", lambda: ready_on(kube, labels, move.agent_nodes), kube)
 
 
 @pytest.fixture(scope="module", params=INSTALLS)
@@ -268,8 +285,12 @@ def move(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) -> I
         for node in sorted(workers):
             kube.kubectl("label", "node", node, "=".join(WORKER_LABEL))
         install.install(kube)
-        wait_for("the running install", lambda: ready_on(kube, install.agent_pod_labels, workers))
-        wait_for("its servers", lambda: ready_on(kube, install.server_pod_labels, workers))
+        wait_for(
+            "the running install's agents",
+            lambda: ready_on(kube, install.agent_pod_labels, workers),
+            kube,
+        )
+        wait_for("its servers", lambda: ready_on(kube, install.server_pod_labels, workers), kube)
 
         stack = env.stack(STACK)
         stack.create(write_stack_file(env.root / "stack-files" / f"Pulumi.{STACK}.yaml", config))
@@ -294,7 +315,7 @@ def remove_old_servers(m: Move) -> None:
     """The runbook's last step of phase 1: `kubectl delete ds kiam-server` (upstream and Helm)."""
     kube = m.env.kube
     kube.kubectl("-n", NS, "delete", "daemonset", SERVER_DAEMON_SET)
-    wait_for("the old servers gone", lambda: not old_server_pods(m))
+    wait_for("the old servers gone", lambda: not old_server_pods(m), kube)
 
 
 def restore_old_servers(m: Move) -> None:
@@ -303,6 +324,7 @@ def restore_old_servers(m: Move) -> None:
     wait_for(
         "the old servers Ready",
         lambda: sum(is_ready(p) for p in old_server_pods(m)) == len(m.agent_nodes),
+        m.env.kube,
     )
 
 

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import flags, labels, naming
+from components.takeover import taking_over_options
 from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
 from settings.node_group import TaintSettings
 
@@ -38,6 +39,14 @@ class AgentArgs:
     place (one node at a time, never two agents on a node) means keeping it."""
     pod_annotations: dict[str, str] | None = None
     """Annotations of the agent pods (the `prometheus.io/*` scrape annotations, when asked for)."""
+    taking_over: bool = False
+    """True while a running install is taken over (migration phase `takeover`): its agent
+    ServiceAccount is applied with force, and the ServiceAccount and the DaemonSet are kept if
+    the stack goes back a phase or is destroyed. The DaemonSet is never forced: its old template
+    (other container names, volumes, nodeSelector) would survive a forced apply field by field,
+    so the old DaemonSet is deleted with `--cascade=orphan` first and this one created in its
+    place, adopting its pods (docs/migration.md); without that step the apply stops on a
+    conflict and changes nothing."""
 
 
 class KiamAgent(pulumi.ComponentResource):
@@ -55,16 +64,18 @@ class KiamAgent(pulumi.ComponentResource):
         adopted = args.adopted_selector or {}
         account_labels = {**labels.object_labels("agent"), **adopted}
         meta_labels = {**labels.workload_labels("agent", s.image), **adopted}
+        taken_over = taking_over_options(args.taking_over)
         account = k8s.core.v1.ServiceAccount(
             name,
             metadata={
                 "name": naming.AGENT_NAME,
                 "namespace": args.namespace,
                 "labels": account_labels,
+                **taken_over.metadata,
             },
             # The agent never calls the Kubernetes API; give its pods no token.
             automount_service_account_token=False,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=taken_over.retain),
         )
         self.daemon_set = k8s.apps.v1.DaemonSet(
             name,
@@ -85,7 +96,9 @@ class KiamAgent(pulumi.ComponentResource):
                     "spec": _pod_spec(args, account.metadata.name),
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for)),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=list(args.wait_for), retain_on_delete=taken_over.retain
+            ),
         )
         self.register_outputs({"daemon_set": self.daemon_set})
 

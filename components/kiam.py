@@ -52,6 +52,9 @@ class Kiam(pulumi.ComponentResource):
         adoption = s.adoption
         # During the first migration phase the running install's Service and agents stay in charge.
         own_agents = adoption is None or adoption.phase != "servers"
+        # Until the move is complete, what the running install had under this program's names is
+        # taken over with force and kept on delete, so going back a phase gives it back.
+        taking_over = adoption is not None and adoption.phase in ("servers", "takeover")
 
         self.roles = cloud.roles(f"{name}-iam", child)
         self.server_nodes = cloud.server_nodes(f"{name}-server-nodes", self.roles, child)
@@ -102,6 +105,7 @@ class Kiam(pulumi.ComponentResource):
                 extra_pod_labels=adoption.server_pod_labels if adoption else None,
                 create_service=own_agents,
                 pod_annotations=scrape_annotations(s.monitoring, s.server.metrics_port),
+                taking_over=taking_over,
             ),
             child,
         )
@@ -124,6 +128,7 @@ class Kiam(pulumi.ComponentResource):
                     else naming.AGENT_NAME,
                     adopted_selector=adoption.agent_pod_labels if adoption else None,
                     pod_annotations=scrape_annotations(s.monitoring, s.agent.metrics_port),
+                    taking_over=taking_over,
                 ),
                 child,
             )
@@ -161,10 +166,12 @@ class Kiam(pulumi.ComponentResource):
         by_namespace: dict[str, list[pulumi.Input[str]]] = defaultdict(list)
         for app, role in roles.items():
             by_namespace[s.applications[app].namespace].append(role.role_arn)
-        if by_namespace:
+        if by_namespace or s.existing_permitted:
             NamespacePermissions(
                 f"{name}-permissions",
-                NamespacePermissionsArgs(role_arns_by_namespace=by_namespace),
+                NamespacePermissionsArgs(
+                    role_arns_by_namespace=by_namespace, existing=s.existing_permitted
+                ),
                 child,
             )
         return roles

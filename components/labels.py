@@ -18,7 +18,13 @@ AGENTS_ANNOTATION = "kiam.pulumi.io/agents"
 # service-account annotation (a role ARN).
 ROLE_ANNOTATION = "iam.amazonaws.com/role"
 PERMITTED_ANNOTATION = "iam.amazonaws.com/permitted"
+# On a namespace whose permitted annotation this stack took over: the value it found there, which
+# it gives back (components/namespace_permissions.py).
+EXISTING_PERMITTED_ANNOTATION = "kiam.pulumi.io/existing-permitted"
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+# pulumi-kubernetes applies an object carrying this with force: it takes the fields it sets from
+# the field managers that set them before (taking over what another installer created).
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 
 
 def selector_labels(role: Role) -> dict[str, str]:

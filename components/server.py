@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import flags, labels, naming
+from components.takeover import taking_over_options
 from settings.node_group import TaintSettings
 from settings.server import ServerSettings
 
@@ -46,6 +47,12 @@ class ServerArgs:
     `servers`): the new pods join it through `extra_pod_labels` instead."""
     pod_annotations: dict[str, str] | None = None
     """Annotations of the server pods (the `prometheus.io/*` scrape annotations, when asked for)."""
+    taking_over: bool = False
+    """True while a running install is taken over (migration phases `servers` and `takeover`):
+    its objects under this program's names (the `kiam-server` ServiceAccount, the Service its
+    agents dial) are applied with force, since its installer's field manager still owns their
+    fields, and kept if the stack is destroyed or goes back a phase, so the running install keeps
+    them (docs/migration.md)."""
 
 
 def rolling_update(spare_nodes: int) -> dict[str, int]:
@@ -87,8 +94,12 @@ class KiamServer(pulumi.ComponentResource):
                 **({"namespace": args.namespace} if namespaced else {}),
             }
 
+        # What a running install may have under the same name (docs/migration.md).
+        taken_over = taking_over_options(args.taking_over)
         account = k8s.core.v1.ServiceAccount(
-            name, metadata=metadata(naming.SERVER_NAME), opts=child
+            name,
+            metadata={**metadata(naming.SERVER_NAME), **taken_over.metadata},
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=taken_over.retain),
         )
         role = k8s.rbac.v1.ClusterRole(
             name,
@@ -125,7 +136,7 @@ class KiamServer(pulumi.ComponentResource):
         if args.create_service:
             self.service = k8s.core.v1.Service(
                 name,
-                metadata=metadata(s.service_name),
+                metadata={**metadata(s.service_name), **taken_over.metadata},
                 spec={
                     # Headless: DNS returns every server pod, and gRPC balances over all of them.
                     "clusterIP": "None",
@@ -145,7 +156,7 @@ class KiamServer(pulumi.ComponentResource):
                         },
                     ],
                 },
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=taken_over.retain),
             )
         k8s.policy.v1.PodDisruptionBudget(
             name,

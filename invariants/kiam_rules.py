@@ -60,6 +60,12 @@ def regexp_problem(expression: str) -> str | None:
         _compile(expression)
     except re.error as error:
         return f"it is not a regular expression ({error})"
+    try:
+        # kiam anchors it by concatenation; Python refuses an inline flag such as `(?i)` once it
+        # no longer starts the expression, where Go applies it to the rest.
+        _compile(f"^{expression}$")
+    except re.error as error:
+        return f"anchored as kiam anchors it, this check cannot read it ({error}); write flags as a scoped group such as (?i:...)"
     return None
 
 

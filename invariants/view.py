@@ -6,7 +6,11 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from components.labels import NODE_GROUP_LABEL, PERMITTED_ANNOTATION
+from components.labels import (
+    EXISTING_PERMITTED_ANNOTATION,
+    NODE_GROUP_LABEL,
+    PERMITTED_ANNOTATION,
+)
 from components.policies import ROLE_TAG
 from components.tokens import (
     DAEMON_SET,
@@ -75,14 +79,25 @@ class KiamView:
 
     def permitted(self, namespace: str) -> list[Any]:
         """The `iam.amazonaws.com/permitted` values this stack gives a namespace (created or
-        patched); an element may be `UNKNOWN` during a preview."""
-        found = []
+        patched); an element may be `UNKNOWN` during a preview.
+
+        Where the stack took over a value someone else set, the patch recording that value
+        (`kiam.pulumi.io/existing-permitted`) is the one that decides: it is applied with force
+        after the patch that only re-asserts the value found, and before the one that shares the
+        found value once it is given back (components/namespace_permissions.py)."""
+        found: list[tuple[bool, Any]] = []
         for r in [*self.of_type(NAMESPACE), *self.of_type(NAMESPACE_PATCH)]:
             name = dig(r.inputs, "metadata", "name")
             value = dig(r.inputs, "metadata", "annotations", PERMITTED_ANNOTATION)
             if is_unknown(name) or (name == namespace and value is not None):
-                found.append(UNKNOWN if is_unknown(name) else value)
-        return found
+                annotations = dig(r.inputs, "metadata", "annotations", default={}) or {}
+                taking_over = (
+                    isinstance(annotations, dict) and EXISTING_PERMITTED_ANNOTATION in annotations
+                )
+                found.append((taking_over, UNKNOWN if is_unknown(name) else value))
+        if any(taking_over for taking_over, _ in found):
+            return [value for taking_over, value in found if taking_over]
+        return [value for _, value in found]
 
     def by_name(self, type_: str, name: Any, namespace: Any = None) -> Resource | None:
         for r in self.of_type(type_):

@@ -30,8 +30,10 @@ def kubernetes_provider(settings: StackSettings, kubeconfig: pulumi.Input[str]) 
 
 def upsert_option(settings: StackSettings) -> dict[str, Any]:
     """While taking over a running install, objects it created under the names this program uses
-    (its Service, agent DaemonSet, RBAC) are adopted in place instead of failing with
-    AlreadyExists. Off otherwise, so an accidental name clash is never silently absorbed."""
+    (its ServiceAccounts and Service; its agent DaemonSet is replaced, docs/migration.md) are
+    adopted in place instead of failing with AlreadyExists. Off otherwise, so an accidental name
+    clash is never silently absorbed. The upsert is a server-side apply, which still refuses
+    fields another manager set: the components force what they take over."""
     adoption = settings.adoption
     upsert = adoption is not None and adoption.phase in ("servers", "takeover")
     return {"upsert_existing_objects": upsert} if SDK_HAS_UPSERT_SWITCH else {}

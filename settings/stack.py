@@ -61,6 +61,16 @@ class StackSettings(Model):
         description="Application roles by application name: each assumable through kiam from one "
         "namespace, optionally through IRSA too.",
     )
+    existing_permitted: dict[DnsLabel, str] = Field(
+        default={},
+        description="Namespaces whose `iam.amazonaws.com/permitted` annotation someone else set "
+        "before this stack (a running kiam install, `kubectl annotate`): the exact value found "
+        "there, by namespace. The stack takes the annotation over only while it still holds that "
+        "value, admits that value's roles and the stack's roles meanwhile, and gives the value "
+        "back once none of the stack's applications uses the namespace (docs/migration.md). A "
+        "namespace not listed here whose annotation someone else set stops `pulumi up` with a "
+        "field conflict instead of being overwritten.",
+    )
     kubeconfig: SecretStr | None = Field(
         default=None,
         description="A kubeconfig to use instead of looking the cluster up (set it as a secret: "
@@ -93,6 +103,7 @@ class StackSettings(Model):
                 f"{len(address)} characters: DNS allows {MAX_DNS_NAME}"
             )
         self._check_applications()
+        self._check_existing_permitted()
         if self.adoption is not None and self.namespace.create:
             raise ValueError(
                 "kiam:namespace.create must be false with kiam:adoption: the running install's "
@@ -125,6 +136,34 @@ class StackSettings(Model):
                     f"kiam:nodeGroup.subnets[{index}].zone {subnet.zone!r} is not a zone of "
                     f"kiam:cluster.region {region!r} (such as {region}a)"
                 )
+
+    def _check_existing_permitted(self) -> None:
+        # kiam's own matching rules (v4.2), shared with the guarantee checks; imported here only,
+        # as the rest of the settings need nothing outside this package.
+        from invariants import kiam_rules
+
+        cluster, iam = self.cluster, self.iam
+        for namespace, value in sorted(self.existing_permitted.items()):
+            key = f"kiam:existingPermitted.{namespace}"
+            problem = kiam_rules.regexp_problem(value)
+            if problem is not None:
+                raise ValueError(
+                    f"{key} {value!r} cannot be matched the way kiam matches it: {problem}"
+                )
+            for app, settings in sorted(self.applications.items()):
+                if settings.namespace == namespace:
+                    continue
+                path = settings.path or iam.application_role_path
+                arn = f"arn:{cluster.partition}:iam::{cluster.account_id}:role{path}{settings.role_name}"
+                # The stack keeps admitting what the value admits while it holds the annotation:
+                # it would let this namespace's pods assume another namespace's role.
+                if kiam_rules.permits(value, arn):
+                    raise ValueError(
+                        f"{key} {value!r} admits {arn}, the role of application {app} in "
+                        f"namespace {settings.namespace}: pods of {namespace} could assume it. "
+                        f"Narrow the annotation first (kubectl annotate --overwrite namespace "
+                        f"{namespace} iam.amazonaws.com/permitted=...) and give the narrowed value"
+                    )
 
     def _check_applications(self) -> None:
         iam = self.iam

@@ -214,3 +214,50 @@ def test_the_documented_phases_are_the_three_phases_in_order() -> None:
         {k: v for k, v in read_stack_file(p).items() if k != "kiam:adoption"} for p in PHASE_FILES
     ]
     assert others[0] == others[1] == others[2]
+
+
+# What a running install has under this program's names (upstream and Helm: the ServiceAccounts,
+# the Service its agents dial, the agent DaemonSet); everything else the stack makes is new.
+TAKEN_OVER = {
+    ("kubernetes:core/v1:ServiceAccount", "kiam-server"),
+    ("kubernetes:core/v1:ServiceAccount", "kiam-agent"),
+    ("kubernetes:core/v1:Service", "kiam-server"),
+    ("kubernetes:apps/v1:DaemonSet", "kiam-agent"),
+}
+
+
+@pytest.mark.parametrize(
+    ("phase", "taking_over"), [("servers", True), ("takeover", True), ("complete", False)]
+)
+def test_what_the_running_install_has_is_taken_over_by_force_and_kept_until_complete(
+    phase: str, taking_over: bool
+) -> None:
+    """Forced, because its installer's field manager owns those fields (the API server refuses
+    a changed selector or label otherwise); kept on delete, so a rollback leaves the running
+    install its objects. The DaemonSet is kept but never forced: a forced apply would merge the
+    old template into the new one (its container `kiam` would run beside `kiam-agent`), so the
+    runbook replaces it (`--cascade=orphan`) and a skipped step fails on a conflict."""
+    rec = run_program(adoption_config(phase))
+    kubernetes = [r for r in rec.registrations if r.type.startswith("kubernetes:")]
+    for r in kubernetes:
+        annotations = (r.inputs.get("metadata") or {}).get("annotations") or {}
+        forced = annotations.get("pulumi.com/patchForce") == "true"
+        key = (r.type, r.name)
+        if key in TAKEN_OVER:
+            assert r.retain_on_delete == taking_over, key
+            assert forced == (taking_over and r.type != "kubernetes:apps/v1:DaemonSet"), key
+        else:
+            assert not r.retain_on_delete, key
+            assert not forced, key
+    present = {(r.type, r.name) for r in kubernetes} & TAKEN_OVER
+    expected = (
+        TAKEN_OVER if phase != "servers" else {("kubernetes:core/v1:ServiceAccount", "kiam-server")}
+    )
+    assert present == expected
+
+
+def test_without_adoption_nothing_is_forced_or_kept(base_run: Recording) -> None:
+    for r in base_run.registrations:
+        annotations = (r.inputs.get("metadata") or {}).get("annotations") or {}
+        assert "pulumi.com/patchForce" not in annotations
+        assert not r.retain_on_delete

@@ -151,8 +151,8 @@ def test_every_problem_is_listed_with_its_key_path() -> None:
         "image, logLevel, maxConnectionAge, maxConnectionAgeGrace, maxConnectionIdle, metricsPort, "
         "priorityClassName, replicas, resources, rolloutTimeoutMinutes, serviceName, sessionDuration, "
         "sessionRefresh, syncInterval, unhealthyNodeTolerationSeconds)",
-        "kiam:sever: is not a known setting (allowed here: adoption, agent, applications, cluster, iam, "
-        "kubeconfig, monitoring, namespace, nodeGroup, server, tls)",
+        "kiam:sever: is not a known setting (allowed here: adoption, agent, applications, cluster, "
+        "existingPermitted, iam, kubeconfig, monitoring, namespace, nodeGroup, server, tls)",
     ]
 
 

@@ -219,6 +219,14 @@ def test_the_cluster_shape_has_the_namespaces_applications_name() -> None:
     assert shape_of(_settings(config)).namespaces == ["billing", "search"]
 
 
+def test_a_namespace_whose_annotation_is_taken_over_carries_it_as_found() -> None:
+    found = "arn:aws:iam::111122223333:role/kiam-apps/legacy-.*"
+    config = base_config(existingPermitted={"legacy": found})
+    shape = shape_of(_settings(config))
+    assert shape.namespaces == ["legacy"]
+    assert shape.namespace_annotations == {"legacy": {"iam.amazonaws.com/permitted": found}}
+
+
 def test_the_composition_needs_no_cloud_sdk() -> None:
     """The composition and the stand-ins import neither pulumi-aws nor pulumi-tls: the e2e runs
     them where those providers do not exist, and only `program.aws_cloud` brings them in."""

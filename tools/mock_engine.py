@@ -55,6 +55,7 @@ class Registration:
     """Inputs with secrets unwrapped; `secret_paths` says which were secret."""
     secret_paths: tuple[str, ...]
     outputs: dict[str, Any] = field(default_factory=dict)
+    retain_on_delete: bool = False
 
 
 @dataclass
@@ -209,6 +210,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 inputs=inputs,
                 secret_paths=tuple(secret_paths),
                 outputs=_unwrap(self.resources[response.urn].state, "", []),
+                retain_on_delete=bool(request.retainOnDelete),
             )
         )
         return response

@@ -117,11 +117,19 @@ def render(recording: Recording) -> Plan:
         # Registration order varies from run to run (registrations are asynchronous).
         for r in sorted(recording.registrations, key=lambda r: r.urn)
     ]
+    objects = [
+        (r.name, redacted_inputs(r))
+        for r in recording.registrations
+        if r.custom and r.type.startswith(KUBERNETES_PREFIX)
+    ]
+    names = [manifest_file_name(obj) for _, obj in objects]
     manifests = {}
-    for r in recording.registrations:
-        if r.custom and r.type.startswith(KUBERNETES_PREFIX):
-            obj = redacted_inputs(r)
-            manifests[manifest_file_name(obj)] = obj
+    for (resource, obj), file_name in zip(objects, names, strict=True):
+        # Several patches of one object (a namespace annotation taken over) would share a file
+        # name: each gets its resource's name too, so no rendering depends on registration order.
+        if names.count(file_name) > 1:
+            file_name = f"{file_name.removesuffix('.yaml')}-{resource}.yaml"
+        manifests[file_name] = obj
     aws = {
         f"{r.type.rsplit(':', 1)[-1].lower()}-{r.name}.json": redacted_inputs(r)
         for r in recording.registrations

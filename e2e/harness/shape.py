@@ -4,9 +4,10 @@ and the namespaces its applications name."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from components.labels import PERMITTED_ANNOTATION
 from e2e.harness.kube import Kube
 from e2e.standins.nodes import CAPACITY, KWOK_ANNOTATION, node_zones
 from settings.agent import TolerationSettings
@@ -23,13 +24,26 @@ class ClusterShape:
 
     nodes: list[dict[str, Any]]
     namespaces: list[str]
+    namespace_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Annotations a namespace had before the stack (`kiam:existingPermitted`'s found values)."""
 
     def apply(self, kube: Kube) -> None:
         kube.apply(
             [
                 *self.nodes,
                 *(
-                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {
+                            "name": n,
+                            **(
+                                {"annotations": self.namespace_annotations[n]}
+                                if n in self.namespace_annotations
+                                else {}
+                            ),
+                        },
+                    }
                     for n in self.namespaces
                 ),
             ]
@@ -58,8 +72,12 @@ def shape_of(settings: StackSettings) -> ClusterShape:
     for i, toleration in enumerate(settings.agent.tolerations):
         nodes.append(_node(f"tolerated-{i}", zones[0], region, taints=[taint_for(toleration)]))
     nodes.append(_node("untolerated-0", zones[-1], region, taints=[UNTOLERATED_TAINT]))
-    namespaces = sorted({app.namespace for app in settings.applications.values()})
-    return ClusterShape(nodes=nodes, namespaces=namespaces)
+    namespaces = sorted(
+        {app.namespace for app in settings.applications.values()} | set(settings.existing_permitted)
+    )
+    # A namespace whose annotation the stack takes over carries it already, as it was found.
+    found = {n: {PERMITTED_ANNOTATION: v} for n, v in settings.existing_permitted.items()}
+    return ClusterShape(nodes=nodes, namespaces=namespaces, namespace_annotations=found)
 
 
 def _node(name: str, zone: str, region: str, taints: list[dict[str, str]]) -> dict[str, Any]:

@@ -24,7 +24,8 @@ from e2e.harness.environment import Environment
 from e2e.harness.kube import Kube
 from e2e.harness.pulumi import PulumiCommandError, install_provider
 from settings import SettingsError
-from settings.loader import settings_from_stack_file, stack_file_for, stack_name_of
+from settings.loader import settings_from_stack_file, stack_name_of
+from tools.stack_source import add_stack_source, stack_file_of
 
 CLUSTER_NAME = "kiam-sandbox"
 
@@ -103,15 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     start = commands.add_parser("up", help="create or update the sandbox for a stack")
-    which = start.add_mutually_exclusive_group(required=True)
-    which.add_argument("--stack", help="a stack in stacks/ (e.g. dev)")
-    which.add_argument("--config-file", type=Path, help="any stack file")
+    add_stack_source(start, stack_help="a stack in stacks/ (e.g. dev)", file_help="any stack file")
     commands.add_parser("down", help="stop the sandbox and remove its state")
     args = parser.parse_args(argv)
     if args.command == "down":
         return down()
-    stack_file = args.config_file or toolchain.REPO / stack_file_for(args.stack)
-    return up(Path(stack_file))
+    return up(stack_file_of(args, root=toolchain.REPO))
 
 
 if __name__ == "__main__":

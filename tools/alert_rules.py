@@ -16,7 +16,7 @@ from pathlib import Path
 
 from components.alerts import context_of, rules_file
 from settings import SettingsError, settings_from_stack_file
-from settings.loader import stack_file_for
+from tools.stack_source import add_stack_source, stack_file_of
 
 # The stack whose rules the promtool tests in tests/monitoring/ run against.
 TESTED_STACK = "dev"
@@ -27,12 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.alert_rules", description=__doc__.split("\n")[0]
     )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--stack", help="the rules of stacks/Pulumi.<STACK>.yaml")
-    source.add_argument("--config-file", type=Path, help="the rules of any stack file")
+    add_stack_source(
+        parser,
+        stack_help="the rules of stacks/Pulumi.<STACK>.yaml",
+        file_help="the rules of any stack file",
+    )
     parser.add_argument("--out", type=Path, help="write the rules file here instead of printing")
     args = parser.parse_args(argv)
-    path = args.config_file or Path(stack_file_for(args.stack))
+    path = stack_file_of(args)
     try:
         settings, _ = settings_from_stack_file(path)
     except SettingsError as error:

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from settings import SettingsError, settings_from_stack_file
-from settings.loader import stack_file_for, stack_name_of
+from settings.loader import stack_name_of
 from settings.stack import StackSettings
+from tools.stack_source import add_stack_source, stack_file_of
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID_SETTINGS = 0, 1, 2
 
@@ -34,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.plan", description=__doc__.split("\n")[0]
     )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--stack", help="plan stacks/Pulumi.<STACK>.yaml")
-    source.add_argument("--config-file", type=Path, help="plan any stack file")
+    add_stack_source(
+        parser, stack_help="plan stacks/Pulumi.<STACK>.yaml", file_help="plan any stack file"
+    )
     parser.add_argument("--out", type=Path, help="write resources.json, manifests/ and iam/ here")
     parser.add_argument(
         "--no-validate", action="store_true", help="skip the schema and IAM validators"
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    path = args.config_file or Path(stack_file_for(args.stack))
+    path = stack_file_of(args)
     stack = args.stack or stack_name_of(path)
     try:
         settings, config = settings_from_stack_file(path)

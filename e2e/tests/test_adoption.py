@@ -36,6 +36,7 @@ from cryptography import x509
 
 from components.labels import selector_labels
 from e2e.harness.environment import Environment, write_stack_file
+from e2e.harness.golden import check_golden, normalise
 from e2e.harness.kube import Kube, is_ready, selector
 from e2e.harness.pulumi import PulumiStack, Result, type_and_name
 from e2e.harness.running_install import (
@@ -50,7 +51,6 @@ from e2e.harness.running_install import (
 from e2e.harness.shape import shape_of
 from e2e.harness.watcher import Watcher
 from e2e.tests.conftest import REPORT, changes, fresh_environment
-from e2e.tests.test_previews import check_golden, normalise
 from settings.loader import settings_from_values
 
 NS = "kube-system"

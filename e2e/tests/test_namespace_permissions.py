@@ -26,10 +26,10 @@ import pytest
 from components.labels import ROLE_ANNOTATION, selector_labels
 from components.namespace_permissions import permitted_regexp, permitted_union
 from e2e.harness.environment import Environment
+from e2e.harness.golden import check_golden, normalise
 from e2e.harness.kube import Kube, selector
 from e2e.harness.pulumi import Result
 from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_settings
-from e2e.tests.test_previews import check_golden, normalise
 from invariants.kiam_rules import granted_role
 
 PERMITTED = "iam.amazonaws.com/permitted"

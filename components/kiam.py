@@ -52,9 +52,7 @@ class Kiam(pulumi.ComponentResource):
         adoption = s.adoption
         # During the first migration phase the running install's Service and agents stay in charge.
         own_agents = adoption is None or adoption.phase != "servers"
-        # Until the move is complete, what the running install had under this program's names is
-        # taken over with force and kept on delete, so going back a phase gives it back.
-        taking_over = adoption is not None and adoption.phase in ("servers", "takeover")
+        taking_over = adoption is not None and adoption.taking_over
 
         self.roles = cloud.roles(f"{name}-iam", child)
         self.server_nodes = cloud.server_nodes(f"{name}-server-nodes", self.roles, child)

@@ -35,5 +35,5 @@ def upsert_option(settings: StackSettings) -> dict[str, Any]:
     clash is never silently absorbed. The upsert is a server-side apply, which still refuses
     fields another manager set: the components force what they take over."""
     adoption = settings.adoption
-    upsert = adoption is not None and adoption.phase in ("servers", "takeover")
+    upsert = adoption is not None and adoption.taking_over
     return {"upsert_existing_objects": upsert} if SDK_HAS_UPSERT_SWITCH else {}

@@ -138,8 +138,10 @@ class StackSettings(Model):
                 )
 
     def _check_existing_permitted(self) -> None:
-        # kiam's own matching rules (v4.2), shared with the guarantee checks; imported here only,
-        # as the rest of the settings need nothing outside this package.
+        # kiam's own matching rules (v4.2), shared with the guarantee checks, and the ARN IAM
+        # gives a role; imported here only, as the rest of the settings need nothing outside
+        # this package (and components import settings).
+        from components.policies import application_path, role_arn
         from invariants import kiam_rules
 
         cluster, iam = self.cluster, self.iam
@@ -153,8 +155,8 @@ class StackSettings(Model):
             for app, settings in sorted(self.applications.items()):
                 if settings.namespace == namespace:
                     continue
-                path = settings.path or iam.application_role_path
-                arn = f"arn:{cluster.partition}:iam::{cluster.account_id}:role{path}{settings.role_name}"
+                path = application_path(iam, settings)
+                arn = role_arn(cluster.partition, cluster.account_id, path, settings.role_name)
                 # The stack keeps admitting what the value admits while it holds the annotation:
                 # it would let this namespace's pods assume another namespace's role.
                 if kiam_rules.permits(value, arn):

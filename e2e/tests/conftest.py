@@ -20,11 +20,9 @@ from e2e.harness import toolchain
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.pulumi import PulumiStack, type_and_name
 from e2e.harness.shape import ClusterShape
+from settings.loader import example_stacks, stack_file_for
 
-STACKS_DIR = toolchain.REPO / "stacks"
-EXAMPLE_STACKS = sorted(
-    p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml")
-)
+EXAMPLE_STACKS = example_stacks(toolchain.REPO)
 _clusters = itertools.count()
 # Measured facts the scenarios report (timelines, minimums), printed after the run.
 REPORT: list[str] = []
@@ -74,7 +72,7 @@ def installed_dev(env: Environment) -> Iterator[PulumiStack]:
 
 
 def example_config(stack: str) -> dict[str, Any]:
-    config: dict[str, Any] = yaml.safe_load((STACKS_DIR / f"Pulumi.{stack}.yaml").read_text())[
+    config: dict[str, Any] = yaml.safe_load((toolchain.REPO / stack_file_for(stack)).read_text())[
         "config"
     ]
     return copy.deepcopy(config)

@@ -21,7 +21,7 @@ import pytest
 
 from e2e.harness.environment import Environment
 from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
-from e2e.harness.watcher import Watcher
+from e2e.harness.watcher import Sample, Watcher
 from e2e.tests.conftest import (
     REPORT,
     deploy,
@@ -43,6 +43,8 @@ class Rollout:
 
     watcher: Watcher
     returned_at: float
+    at_return: Sample
+    """The cluster read from the API right after `pulumi up` returned."""
     events: list[dict[str, Any]]
     old_nodes: set[str]
     new_nodes: set[str]
@@ -65,9 +67,11 @@ def _watched_up(env: Environment, stack: PulumiStack, config: dict[str, Any], lo
         watcher.samples.append(watcher.sample())
         stack.up(event_log=log)
         returned_at = watcher.now()
-        watcher.samples.append(watcher.sample())
+        at_return = watcher.sample()
+        watcher.samples.append(at_return)
     assert not watcher.errors, watcher.errors
-    return Rollout(watcher, returned_at, read_event_log(log), old, set(env.dedicated_nodes()) - old)
+    new = set(env.dedicated_nodes()) - old
+    return Rollout(watcher, returned_at, at_return, read_event_log(log), old, new)
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["no-spare-node", "spare-node"])
@@ -135,8 +139,13 @@ def test_old_nodes_go_only_after_every_server_is_ready_on_the_new_ones(rolled: R
     )
     old_gone = r.watcher.first("an old node deleted", lambda s: not r.old_nodes <= s.nodes)
     assert all_moved.t <= old_gone.t
-    # `pulumi up` returned only after that: the old nodes are gone, the servers Ready on the new.
-    assert old_gone.t <= r.returned_at
+    # `pulumi up` returned only after that: read from the API once it had returned, the old nodes
+    # are gone and every server is Ready on the new ones. (When a sample first *sees* the old
+    # nodes gone is no bound on when `up` returned: a deletion in the last half second before it
+    # returns is first seen by this very read.)
+    assert r.at_return.t >= r.returned_at
+    assert not (r.at_return.nodes & r.old_nodes)
+    assert r.at_return.ready_servers_on(r.new_nodes) == REPLICAS
     last = r.watcher.samples[-1]
     assert not (last.nodes & r.old_nodes)
     assert last.ready_servers_on(r.new_nodes) == REPLICAS

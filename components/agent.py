@@ -9,8 +9,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import flags, labels, naming
+from components import flags
 from components.takeover import taking_over_options
+from contracts import labels, names
 from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
 from settings.node_group import TaintSettings
 
@@ -32,7 +33,7 @@ class AgentArgs:
     wait_for: Sequence[pulumi.Resource]
     """Resources that must be Ready first: the server Deployment. An agent that starts with no
     server to dial exits and crash-loops (kiam #168, #358)."""
-    daemon_set_name: str = naming.AGENT_NAME
+    daemon_set_name: str = names.AGENT_NAME
     """Name of the DaemonSet; a running install's, to take it over in place."""
     adopted_selector: dict[str, str] | None = None
     """A running agent DaemonSet's selector. Selectors are immutable: taking the DaemonSet over in
@@ -68,7 +69,7 @@ class KiamAgent(pulumi.ComponentResource):
         account = k8s.core.v1.ServiceAccount(
             name,
             metadata={
-                "name": naming.AGENT_NAME,
+                "name": names.AGENT_NAME,
                 "namespace": args.namespace,
                 "labels": account_labels,
                 **taken_over.metadata,
@@ -171,7 +172,7 @@ def _pod_spec(args: AgentArgs, service_account: pulumi.Input[str]) -> dict[str, 
                     "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN", "NET_RAW"]},
                 },
                 "volumeMounts": [
-                    {"name": "tls", "mountPath": naming.TLS_MOUNT, "readOnly": True},
+                    {"name": "tls", "mountPath": names.TLS_MOUNT, "readOnly": True},
                     # Shared with kube-proxy and the CNI so iptables writers take turns.
                     {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
                 ],

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from components import naming
+from contracts import names
 from settings.monitoring import RATE_WINDOW_SECONDS
 from settings.stack import StackSettings
 
@@ -54,8 +54,8 @@ def context_of(settings: StackSettings) -> AlertContext:
     adoption = settings.adoption
     return AlertContext(
         namespace=settings.namespace.name,
-        server_deployment=naming.SERVER_NAME,
-        agent_daemon_set=adoption.agent_daemon_set_name if adoption else naming.AGENT_NAME,
+        server_deployment=names.SERVER_NAME,
+        agent_daemon_set=adoption.agent_daemon_set_name if adoption else names.AGENT_NAME,
         server_taint=(settings.node_group.taint.key, settings.node_group.taint.value),
         # A `pulumi up` within earlyRenewalHours of expiry re-issues the leaf certificates; half
         # that window gone without one means nobody ran it, with time left to do so.

@@ -10,8 +10,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components import policies
-from components.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from components.policies import NAMESPACE_TAG, POD_ANNOTATION_TAG, ROLE_TAG, SERVICE_ACCOUNT_TAG
+from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
 
 

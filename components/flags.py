@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components import naming
+from contracts import names
 from settings.agent import AgentSettings
 from settings.server import ServerSettings
 
@@ -16,7 +16,7 @@ def server_flags(
         "--json-log",
         f"--level={s.log_level}",
         f"--bind=0.0.0.0:{s.grpc_port}",
-        *naming.TLS_FLAGS,
+        *names.TLS_FLAGS,
         # Explicit: autodetection needs the metadata API from inside the pod.
         f"--role-base-arn={role_base_arn}",
         # kiam v4.1+ refuses to start without it (kiam #491).
@@ -40,7 +40,7 @@ def health_command(s: ServerSettings) -> list[str]:
     return [
         "/kiam",
         "health",
-        *naming.TLS_FLAGS,
+        *names.TLS_FLAGS,
         f"--server-address=127.0.0.1:{s.grpc_port}",
         "--gateway-timeout-creation=1s",
         "--timeout=5s",
@@ -60,7 +60,7 @@ def agent_flags(s: AgentSettings, *, server_address: str) -> list[str]:
         "--host=$(HOST_IP)",
         f"--port={s.port}",
         f"--server-address={server_address}",
-        *naming.TLS_FLAGS,
+        *names.TLS_FLAGS,
         f"--allow-route-regexp={s.allowed_metadata_routes}",
         f"--prometheus-listen-addr=0.0.0.0:{s.metrics_port}",
         f"--gateway-timeout-creation={s.gateway_timeout_creation}",

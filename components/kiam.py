@@ -8,13 +8,14 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import alerts, naming
+from components import alerts
 from components.agent import AgentArgs, KiamAgent
 from components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
 from components.monitoring import KiamMonitoring, MonitoringArgs, scrape_annotations
 from components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
 from components.server import KiamServer, ServerArgs
 from components.tls import KiamTls, TlsArgs
+from contracts import names
 from settings.stack import StackSettings
 
 
@@ -75,7 +76,7 @@ class Kiam(pulumi.ComponentResource):
             TlsArgs(
                 settings=s.tls,
                 namespace=namespace,
-                server_dns_names=naming.service_dns_names(service, ns_name, domain),
+                server_dns_names=names.service_dns_names(service, ns_name, domain),
                 authority=cloud.certificate_authority,
                 existing_ca=(
                     (
@@ -107,7 +108,7 @@ class Kiam(pulumi.ComponentResource):
             ),
             child,
         )
-        self.server_address = naming.agent_server_address(
+        self.server_address = names.agent_server_address(
             service, ns_name, domain, s.server.grpc_port
         )
         self.agent = None
@@ -123,7 +124,7 @@ class Kiam(pulumi.ComponentResource):
                     wait_for=[self.server.deployment],
                     daemon_set_name=adoption.agent_daemon_set_name
                     if adoption
-                    else naming.AGENT_NAME,
+                    else names.AGENT_NAME,
                     adopted_selector=adoption.agent_pod_labels if adoption else None,
                     pod_annotations=scrape_annotations(s.monitoring, s.agent.metrics_port),
                     taking_over=taking_over,

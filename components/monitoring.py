@@ -13,8 +13,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import alerts, labels, naming
-from components.labels import Role
+from components import alerts
+from contracts import labels, names
+from contracts.labels import Role
 from settings.monitoring import MonitoringSettings
 
 MONITORING_API = "monitoring.coreos.com/v1"
@@ -23,7 +24,7 @@ METRICS_PORT_NAME = "metrics"  # the container and Service port name of both com
 # Pod labels copied onto every scraped series, sanitised by Prometheus to app_kubernetes_io_name
 # and app_kubernetes_io_component: what the alert rules select kiam's own series by.
 TARGET_POD_LABELS = ["app.kubernetes.io/name", "app.kubernetes.io/component"]
-OBJECT_NAMES: dict[Role, str] = {"server": naming.SERVER_NAME, "agent": naming.AGENT_NAME}
+OBJECT_NAMES: dict[Role, str] = {"server": names.SERVER_NAME, "agent": names.AGENT_NAME}
 
 
 def scrape_annotations(settings: MonitoringSettings, port: int) -> dict[str, str] | None:
@@ -119,7 +120,7 @@ class KiamMonitoring(pulumi.ComponentResource):
         self.agent_metrics_service = k8s.core.v1.Service(
             f"{name}-agent-metrics",
             metadata={
-                "name": naming.AGENT_METRICS_SERVICE,
+                "name": names.AGENT_METRICS_SERVICE,
                 "namespace": args.namespace,
                 "labels": labels.object_labels("agent"),
             },
@@ -145,7 +146,7 @@ class KiamMonitoring(pulumi.ComponentResource):
                 f"{name}-alerts",
                 api_version=MONITORING_API,
                 kind="PrometheusRule",
-                metadata=metadata(naming.ALERTS_NAME, labels.install_labels()),
+                metadata=metadata(names.ALERTS_NAME, labels.install_labels()),
                 spec={"groups": alerts.alert_groups(args.alerts)},
                 opts=child,
             )

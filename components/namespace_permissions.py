@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.labels import (
+from contracts.labels import (
     EXISTING_PERMITTED_ANNOTATION,
     PATCH_FORCE_ANNOTATION,
     PERMITTED_ANNOTATION,

@@ -8,8 +8,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import flags, labels, naming
+from components import flags
 from components.takeover import taking_over_options
+from contracts import labels, names
 from settings.node_group import TaintSettings
 from settings.server import ServerSettings
 
@@ -98,12 +99,12 @@ class KiamServer(pulumi.ComponentResource):
         taken_over = taking_over_options(args.taking_over)
         account = k8s.core.v1.ServiceAccount(
             name,
-            metadata={**metadata(naming.SERVER_NAME), **taken_over.metadata},
+            metadata={**metadata(names.SERVER_NAME), **taken_over.metadata},
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=taken_over.retain),
         )
         role = k8s.rbac.v1.ClusterRole(
             name,
-            metadata=metadata(naming.SERVER_NAME, namespaced=False),
+            metadata=metadata(names.SERVER_NAME, namespaced=False),
             rules=[
                 # Pod and namespace informers: which role a pod asks for, which a namespace permits.
                 {
@@ -117,7 +118,7 @@ class KiamServer(pulumi.ComponentResource):
         )
         binding = k8s.rbac.v1.ClusterRoleBinding(
             name,
-            metadata=metadata(naming.SERVER_NAME, namespaced=False),
+            metadata=metadata(names.SERVER_NAME, namespaced=False),
             role_ref={
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
@@ -160,7 +161,7 @@ class KiamServer(pulumi.ComponentResource):
             )
         k8s.policy.v1.PodDisruptionBudget(
             name,
-            metadata=metadata(naming.SERVER_NAME),
+            metadata=metadata(names.SERVER_NAME),
             spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}},
             opts=child,
         )
@@ -169,7 +170,7 @@ class KiamServer(pulumi.ComponentResource):
         self.deployment = k8s.apps.v1.Deployment(
             name,
             metadata={
-                **metadata(naming.SERVER_NAME),
+                **metadata(names.SERVER_NAME),
                 "labels": workload_labels,
                 # Read by the invariant checks: while a running install's agents are still in
                 # service (migration phase `servers`), this stack deploys none of its own.
@@ -316,7 +317,7 @@ class KiamServer(pulumi.ComponentResource):
                         "capabilities": {"drop": ["ALL"]},
                     },
                     "volumeMounts": [
-                        {"name": "tls", "mountPath": naming.TLS_MOUNT, "readOnly": True}
+                        {"name": "tls", "mountPath": names.TLS_MOUNT, "readOnly": True}
                     ],
                 }
             ],

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.labels import PATCH_FORCE_ANNOTATION
+from contracts.labels import PATCH_FORCE_ANNOTATION
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
 from components.policies import NAMESPACE_TAG, POD_ANNOTATION_TAG, SERVICE_ACCOUNT_TAG
+from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
 from invariants import kiam_rules
 from invariants.iam_documents import allows, as_list, document, known_arn, statements
 from invariants.model import Resource, Violation, dig, is_unknown

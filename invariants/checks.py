@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from components.labels import AGENTS_ANNOTATION, HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
 from components.policies import ALLOW_ANY_ROLE_TAG
-from components.tokens import CERT_REQUEST, CLUSTER_ROLE_BINDING, PDB, ROLE_POLICY, SECRET
+from contracts.labels import AGENTS_ANNOTATION, HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
+from contracts.tokens import CERT_REQUEST, CLUSTER_ROLE_BINDING, PDB, ROLE_POLICY, SECRET
 from invariants.applications import application_reachable
 from invariants.iam_documents import as_list, document, statements
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match

@@ -11,7 +11,7 @@ objects, ordering, IAM trust, reachability) is judged only for the whole stack.
 
 from __future__ import annotations
 
-from components.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP
+from contracts.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP
 from invariants.checks import CHECKS
 from invariants.model import Resource, Violation
 from invariants.view import KiamView

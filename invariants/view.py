@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from components.labels import (
+from components.policies import ROLE_TAG
+from contracts.labels import (
     EXISTING_PERMITTED_ANNOTATION,
     NODE_GROUP_LABEL,
     PERMITTED_ANNOTATION,
 )
-from components.policies import ROLE_TAG
-from components.tokens import (
+from contracts.tokens import (
     DAEMON_SET,
     DEPLOYMENT,
     NAMESPACE,

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components import alerts, labels
+from components import alerts
 from components.alerts import alert_names, context_of, rules_file
+from contracts import labels
 from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS
 from settings.loader import settings_from_values
 from tests.conftest import base_config, pod_spec, run_program, types_and_names

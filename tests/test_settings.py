@@ -350,7 +350,7 @@ def test_every_region_belongs_to_its_partition(region: str, partition: str) -> N
 
 def test_the_longest_cluster_name_fits_the_launch_template_name_prefix() -> None:
     """The limit in settings/cluster.py mirrors the prefix components/node_group.py builds."""
-    from components.tokens import LAUNCH_TEMPLATE
+    from contracts.tokens import LAUNCH_TEMPLATE
 
     recording = run_program(base_config(cluster={"name": "c" * 86}))
     assert len(recording.one(LAUNCH_TEMPLATE).inputs["namePrefix"]) == 99

@@ -13,8 +13,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from components import naming
 from components.tls import TlsArgs, certificate_requests
+from contracts import names
 from e2e.harness.shape import UNTOLERATED_TAINT, shape_of
 from e2e.standins.certificates import LocalAuthority, make_ca
 from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs, group_name
@@ -104,7 +104,7 @@ def _issue(directory: Path, tls: TlsSettings) -> dict[str, tuple[str, str]]:
     args = TlsArgs(
         settings=tls,
         namespace="kiam",
-        server_dns_names=naming.service_dns_names("kiam-server", "kiam", "cluster.local"),
+        server_dns_names=names.service_dns_names("kiam-server", "kiam", "cluster.local"),
         authority=authority,
     )
     issued: dict[str, tuple[str, str]] = {}

@@ -21,7 +21,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.sync_await import _sync_await
 
-from components import tokens
+from contracts import tokens
 from settings.cluster import partition_of
 
 PROJECT = "kiam"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP
+from contracts.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP
 from tools.mock_engine import Recording, Registration
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from components.labels import NODE_GROUP_LABEL, Role, selector_labels
+from contracts.labels import NODE_GROUP_LABEL, Role, selector_labels
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.kube import Kube, is_ready, selector
 from e2e.harness.pulumi import PulumiStack, install_provider

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.labels import PERMITTED_ANNOTATION
+from contracts.labels import PERMITTED_ANNOTATION
 from e2e.harness.kube import Kube
 from e2e.standins.nodes import CAPACITY, KWOK_ANNOTATION, node_zones
 from settings.agent import TolerationSettings

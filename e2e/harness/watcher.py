@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.labels import selector_labels
+from contracts.labels import selector_labels
 from e2e.harness.kube import Kube, is_ready, selector
 
 PERIOD_SECONDS = 0.5

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import labels
+from contracts import labels
 from settings.node_group import ARM_AMI_TYPES, NodeGroupSettings
 
 GROUP_PREFIX = "kiam-server-"

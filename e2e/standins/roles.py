@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components import policies
-from components.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
+from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
 

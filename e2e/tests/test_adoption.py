@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from components.labels import selector_labels
+from contracts.labels import selector_labels
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.golden import check_golden, normalise
 from e2e.harness.kube import Kube, is_ready, selector

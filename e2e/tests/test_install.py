@@ -110,7 +110,7 @@ def test_the_tls_secrets_hold_certificates_with_exactly_the_requested_names(
 
     from cryptography import x509
 
-    from components import naming
+    from contracts import names
 
     kube, ns = installed.env.kube, installed.namespace
     server_config = installed.config.get("kiam:server", {})
@@ -123,7 +123,7 @@ def test_the_tls_secrets_hold_certificates_with_exactly_the_requested_names(
         certs[role] = {k: base64.b64decode(v) for k, v in secret["data"].items()}
     server = x509.load_pem_x509_certificate(certs["server"]["tls.crt"])
     sans = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert sans.get_values_for_type(x509.DNSName) == naming.service_dns_names(
+    assert sans.get_values_for_type(x509.DNSName) == names.service_dns_names(
         service, ns, "cluster.local"
     )
     assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]

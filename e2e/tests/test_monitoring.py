@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components import labels, naming
 from components.alerts import alert_groups, context_of
-from components.labels import Role
 from components.monitoring import agent_metrics_service_spec, service_monitor_spec
+from contracts import labels, names
+from contracts.labels import Role
 from e2e.harness.environment import Environment
 from e2e.harness.pulumi import PulumiStack
 from e2e.harness.toolchain import REPO
@@ -67,7 +67,7 @@ def test_each_service_monitor_is_stored_as_rendered(
 ) -> None:
     _, settings = monitored
     ns = settings.namespace.name
-    name = {"server": naming.SERVER_NAME, "agent": naming.AGENT_NAME}[role]
+    name = {"server": names.SERVER_NAME, "agent": names.AGENT_NAME}[role]
     monitor = stored(env, f"{MONITORING_API}/{ns}/servicemonitors/{name}")
     assert monitor["spec"] == service_monitor_spec(role, settings.monitoring)
     assert monitor["metadata"]["labels"] == {**labels.object_labels(role), **EXTRA_LABELS}
@@ -78,14 +78,14 @@ def test_the_agents_metrics_service_selects_every_agent(
 ) -> None:
     _, settings = monitored
     ns = settings.namespace.name
-    service = stored(env, f"/api/v1/namespaces/{ns}/services/{naming.AGENT_METRICS_SERVICE}")
+    service = stored(env, f"/api/v1/namespaces/{ns}/services/{names.AGENT_METRICS_SERVICE}")
     expected = agent_metrics_service_spec(settings.agent.metrics_port)
     assert {k: service["spec"][k] for k in expected} == expected
     # The endpoints Prometheus would scrape: one per agent pod, on its node's address.
     agents = env.pods(ns, "agent")
     slices = env.kube.items(
         f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
-        f"?labelSelector=kubernetes.io/service-name={naming.AGENT_METRICS_SERVICE}"
+        f"?labelSelector=kubernetes.io/service-name={names.AGENT_METRICS_SERVICE}"
     )
     targets = sorted(
         e["targetRef"]["name"]

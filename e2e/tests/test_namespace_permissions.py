@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from components.labels import ROLE_ANNOTATION, selector_labels
 from components.namespace_permissions import permitted_regexp, permitted_union
+from contracts.labels import ROLE_ANNOTATION, selector_labels
 from e2e.harness.environment import Environment
 from e2e.harness.golden import check_golden, normalise
 from e2e.harness.kube import Kube, selector

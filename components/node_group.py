@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from contracts.eks_node_group import REPLACE_ON_CHANGES, root_device
 from settings.node_group import NodeGroupSettings
 
 # Server pods are not host-networked, so their IMDS calls (for the node role's credentials) cross
@@ -56,7 +57,7 @@ class ServerNodeGroup(pulumi.ComponentResource):
             },
             block_device_mappings=[
                 {
-                    "device_name": _root_device(s.ami_type),
+                    "device_name": root_device(s.ami_type),
                     "ebs": {
                         "volume_size": s.disk_size_gib,
                         "volume_type": "gp3",
@@ -98,13 +99,12 @@ class ServerNodeGroup(pulumi.ComponentResource):
                 # Replacement must stay create-before-delete (the default): the server Deployment
                 # moves to the new group and is Ready before the old group is drained.
                 delete_before_replace=False,
+                # A new launch template version, a Kubernetes version or a taint would otherwise
+                # be rolled into the running group by EKS; as replacements they take the path
+                # above instead (contracts/eks_node_group.py says why each one).
+                replace_on_changes=list(REPLACE_ON_CHANGES),
                 custom_timeouts=pulumi.CustomTimeouts(create="40m", update="60m", delete="40m"),
             ),
         )
         self.node_group_name = self.node_group.node_group_name
         self.register_outputs({"node_group_name": self.node_group_name})
-
-
-def _root_device(ami_type: str) -> str:
-    # Bottlerocket keeps containers on its second volume; AL2023 on the root volume.
-    return "/dev/xvdb" if ami_type.startswith("BOTTLEROCKET") else "/dev/xvda"

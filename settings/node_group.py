@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from contracts.eks_node_group import NodeChange, path_taken
 from settings.base import LABEL_NAME, LabelKey, Model, matching
 
 # EC2 resource ids carry 8 hex digits (older ids) or 17 (EC2 User Guide, "Resource IDs").
@@ -61,6 +62,42 @@ AmiType = Literal[
 ]
 # Graviton families carry a `g` right after the generation digit (m7g, c6gn, t4g); a1 is the first.
 _ARM_FAMILY = re.compile(r"^([a-z]+\d+g[a-z]*|a1)$")
+
+
+# Where each `kiam:nodeGroup` setting (and `kiam:cluster.kubernetesVersion`) lands among the
+# arguments of aws.eks.NodeGroup, so what a change of it does is `contracts.eks_node_group`'s
+# answer for that argument. `diskSizeGiB` lives in the launch template the group runs: its change
+# is a new template version, which reaches the group as `launchTemplate.version`.
+SETTING_ARGUMENT: dict[str, str] = {
+    "subnets": "subnetIds",
+    "instanceTypes": "instanceTypes",
+    "capacityType": "capacityType",
+    "amiType": "amiType",
+    "minSize": "scalingConfig",
+    "desiredSize": "scalingConfig",
+    "maxSize": "scalingConfig",
+    "diskSizeGiB": "launchTemplate.version",
+    "labels": "labels",
+    "taint": "taints",
+    "maxUnavailable": "updateConfig",
+    "kubernetesVersion": "version",
+}
+
+# What a change of a setting does to the server nodes, by the path its argument takes
+# (`contracts.eks_node_group.path_taken`): the words the configuration reference and the plan use.
+WHAT_A_CHANGE_DOES: dict[NodeChange, str] = {
+    NodeChange.REPLACEMENT: "replaces the node group: new nodes first (minutes on EKS), the "
+    "servers move there and are Ready, then the old nodes are drained and deleted",
+    NodeChange.CONFIG_UPDATE: "applied to the running nodes in place (seconds); no server moves",
+    NodeChange.SCALING: "adds nodes, or drains and terminates the surplus (EKS drains each node "
+    "before terminating it, forced after 5 minutes); servers on the kept nodes stay",
+    NodeChange.VERSION_UPDATE: "rolled by EKS inside the group (never taken: replaced instead)",
+}
+
+
+def what_a_change_does(setting: str) -> str:
+    """For a `kiam:nodeGroup` key (or `kubernetesVersion`): what changing it does to the nodes."""
+    return WHAT_A_CHANGE_DOES[path_taken(SETTING_ARGUMENT[setting])]
 
 
 class SubnetSettings(Model):

@@ -22,17 +22,18 @@ from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.sync_await import _sync_await
 
 from contracts import tokens
+from contracts.eks_node_group import FORCE_NEW, REPLACE_ON_CHANGES
 from settings.cluster import partition_of
 
 PROJECT = "kiam"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 MAIN = PROJECT_DIR / "__main__.py"
 
-# Fields of aws.eks.NodeGroup whose change replaces the group (and so gives it a new name).
-NODE_GROUP_REPLACE_FIELDS = (
-    "amiType", "capacityType", "diskSize", "instanceTypes", "launchTemplate", "nodeGroupName",
-    "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds",
-)  # fmt: skip
+# Arguments of aws.eks.NodeGroup whose change gives the group a new name: those EKS replaces the
+# group for, and those the program asks the engine to replace it on (`replaceOnChanges`).
+NODE_GROUP_REPLACE_FIELDS = tuple(
+    dict.fromkeys(f.split(".", 1)[0] for f in (*FORCE_NEW, *REPLACE_ON_CHANGES))
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Registration:
     delete_before_replace: bool
     custom_timeouts: dict[str, str]
     ignore_changes: tuple[str, ...]
+    replace_on_changes: tuple[str, ...]
     inputs: dict[str, Any]
     """Inputs with secrets unwrapped; `secret_paths` says which were secret."""
     secret_paths: tuple[str, ...]
@@ -128,6 +130,16 @@ class KiamMocks(pulumi.runtime.Mocks):
                 "arn": arn,
                 "status": "ACTIVE",
             }
+        metadata = inputs.get("metadata")
+        if (
+            typ.startswith("kubernetes:")
+            and isinstance(metadata, dict)
+            and not metadata.get("name")
+        ):
+            # pulumi-kubernetes auto-names an object without metadata.name: `<name>-<suffix>`,
+            # a new suffix for each replacement (here derived from the inputs).
+            named = {**metadata, "name": f"{name}-{_short_hash(inputs)}"}
+            return f"{name}-id", {**inputs, "metadata": named}
         if typ == tokens.PRIVATE_KEY:
             return name, {
                 **inputs,
@@ -207,6 +219,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     if v
                 },
                 ignore_changes=tuple(request.ignoreChanges),
+                replace_on_changes=tuple(request.replaceOnChanges),
                 inputs=inputs,
                 secret_paths=tuple(secret_paths),
                 outputs=_unwrap(self.resources[response.urn].state, "", []),

@@ -17,12 +17,15 @@ from components.tls import TlsArgs, certificate_requests
 from contracts import names
 from e2e.harness.shape import UNTOLERATED_TAINT, shape_of
 from e2e.standins.certificates import LocalAuthority, make_ca
-from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs, group_name
+from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs, group_arguments, replaced_on
 from settings.loader import settings_from_values
 from settings.node_group import NodeGroupSettings
 from settings.stack import StackSettings
 from settings.tls import TlsSettings
-from tests.conftest import base_config, example_config, run_component
+from tests.conftest import base_config, example_config, run_component, run_program
+from tests.test_node_changes import CHANGES as NODE_CHANGES
+from tests.test_node_changes import NODE_GROUP
+from tools.mock_engine import Recording
 
 SUBNETS = [
     {"id": "subnet-00000000000000001", "zone": "eu-west-1a"},
@@ -34,43 +37,63 @@ def _group(**changes: Any) -> NodeGroupSettings:
     return NodeGroupSettings.model_validate({"subnets": SUBNETS, "minSize": 2, **changes})
 
 
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"instanceTypes": ["m6i.large"]},
-        {"amiType": "BOTTLEROCKET_x86_64"},
-        {"capacityType": "SPOT"},
-        {"diskSizeGiB": 40},
-        {"subnets": [*SUBNETS, {"id": "subnet-00000000000000003", "zone": "eu-west-1c"}]},
-    ],
-)
-def test_a_field_that_replaces_an_eks_group_renames_the_group(change: dict[str, Any]) -> None:
-    assert group_name(_group(**change)) != group_name(_group())
+def _arguments(settings: NodeGroupSettings, version: str = "1.33") -> dict[str, Any]:
+    return group_arguments(settings, version)
 
 
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"desiredSize": 4, "maxSize": 5},
-        {"labels": {"team": "platform"}},
-        {"taint": {"value": "servers"}},
-        {"maxUnavailable": 2},
-    ],
-)
-def test_a_field_eks_updates_in_place_keeps_the_group(change: dict[str, Any]) -> None:
-    assert group_name(_group(**change)) == group_name(_group())
+@pytest.mark.parametrize("setting", sorted(NODE_CHANGES))
+def test_each_setting_moves_the_same_argument_in_the_stand_in_as_in_the_real_group(
+    setting: str, base_run: Recording
+) -> None:
+    # The real group's arguments, through the mock engine, before and after the change.
+    changed_run = run_program(base_config(**NODE_CHANGES[setting]))
+    real_before, real_after = (r.one(NODE_GROUP).inputs for r in (base_run, changed_run))
+    real = {
+        k for k in real_before.keys() | real_after.keys() if real_before.get(k) != real_after.get(k)
+    }
+    # The stand-in's, from the same two stacks' settings.
+    before, after = (_settings(c) for c in (base_config(), base_config(**NODE_CHANGES[setting])))
+    standin_before = _arguments(before.node_group, before.cluster.kubernetes_version)
+    standin_after = _arguments(after.node_group, after.cluster.kubernetes_version)
+    standin = {k for k in standin_before if standin_before[k] != standin_after[k]}
+    assert standin == real
+    assert set(standin_before) <= set(real_before)
+
+
+def test_the_group_is_replaced_on_what_the_program_and_eks_replace_on() -> None:
+    assert replaced_on(_arguments(_group())) == [
+        "data.subnetIds",
+        "data.instanceTypes",
+        "data.capacityType",
+        "data.amiType",
+        "data.launchTemplate",
+        "data.taints",
+        "data.version",
+    ]
 
 
 def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
     settings = _group(desiredSize=3, maxSize=4, minSize=3, labels={"team": "platform"})
-    group = group_name(settings)
     rec = run_component(
-        lambda: KwokNodeGroup("nodes", KwokNodeGroupArgs(settings=settings, region="eu-west-1"))
+        lambda: KwokNodeGroup(
+            "nodes",
+            KwokNodeGroupArgs(settings=settings, region="eu-west-1", kubernetes_version="1.33"),
+        )
     )
+    component = rec.one("kiam:e2e:KwokNodeGroup").urn
+    config_map = rec.one("kubernetes:core/v1:ConfigMap")
+    assert config_map.parent == component
+    assert config_map.delete_before_replace is False
+    assert list(config_map.replace_on_changes) == replaced_on(_arguments(settings))
+    assert config_map.inputs["data"]["taints"] == (
+        '[{"effect": "NO_SCHEDULE", "key": "dedicated", "value": "kiam-server"}]'
+    )
+    group = config_map.outputs["metadata"]["name"]
+    assert group.startswith("nodes-")
     # Sorted: the mock engine records registrations in the order they complete, which varies.
     nodes = sorted(rec.by_type("kubernetes:core/v1:Node"), key=lambda n: n.name)
     assert [n.name for n in nodes] == ["nodes-0", "nodes-1", "nodes-2"]
-    assert all(n.parent == rec.one("kiam:e2e:KwokNodeGroup").urn for n in nodes)
+    assert all(n.parent == component for n in nodes)
     first = nodes[0].inputs
     assert first["metadata"]["name"] == f"{group}-0"
     assert first["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}

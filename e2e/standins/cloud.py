@@ -29,7 +29,13 @@ class KwokCloud:
     ) -> KwokNodeGroup:
         s = self.settings
         return KwokNodeGroup(
-            name, KwokNodeGroupArgs(settings=s.node_group, region=s.cluster.region), opts
+            name,
+            KwokNodeGroupArgs(
+                settings=s.node_group,
+                region=s.cluster.region,
+                kubernetes_version=s.cluster.kubernetes_version,
+            ),
+            opts,
         )
 
     def application_role(

@@ -1,19 +1,31 @@
 """The node group stand-in: kwok Nodes registered through Pulumi, so the engine itself creates,
-replaces (create-before-delete) and deletes them as it does an EKS managed node group."""
+replaces (create-before-delete), updates and deletes them as it does an EKS managed node group.
+
+The group is a ConfigMap holding the arguments an `aws.eks.NodeGroup` would get from the same
+settings, one key each. It carries the same `replaceOnChanges` as the real group (from
+`contracts/eks_node_group.py`), widened by the arguments EKS itself replaces a group for: the real
+engine, not this module, decides which change makes a new group. A new group is a new ConfigMap
+name, so new Nodes; a label change reaches the running Nodes in place; a size change adds or
+removes Nodes. The taint and the versions never change on a running Node, because the program
+replaces the group for them, as it does on AWS.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from contracts import labels
+from contracts.eks_node_group import replaces_group, root_device
 from settings.node_group import ARM_AMI_TYPES, NodeGroupSettings
 
-GROUP_PREFIX = "kiam-server-"
+# Where the group ConfigMaps live: a namespace every control plane has.
+GROUP_NAMESPACE = "kube-system"
 # What kwok needs to take a Node over: it keeps it Ready and runs (pretends to run) its pods.
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
 # The workload nodes the harness applies get a small instance's room. The dedicated nodes cannot
@@ -22,18 +34,33 @@ KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
 CAPACITY = {"cpu": "2", "memory": "4Gi", "pods": "110"}
 
 
-def group_name(s: NodeGroupSettings) -> str:
-    """A name that changes whenever a field that replaces an EKS node group changes (instance
-    types, capacity type, AMI type, subnets, disk size), like EKS's generated suffix."""
-    forcing = {
-        "instanceTypes": s.instance_types,
+def group_arguments(s: NodeGroupSettings, kubernetes_version: str) -> dict[str, Any]:
+    """What `components/node_group.py` passes aws.eks.NodeGroup for these settings, by argument
+    (`launchTemplate` stands for the content of the template it runs, whose change is a new
+    version). `tests/test_standins.py` checks each setting moves the same argument here as there."""
+    taint = s.taint
+    return {
+        "subnetIds": [subnet.id for subnet in s.subnets],
+        "instanceTypes": list(s.instance_types),
         "capacityType": s.capacity_type,
         "amiType": s.ami_type,
-        "subnets": [subnet.id for subnet in s.subnets],
-        "diskSizeGiB": s.disk_size_gib,
+        "scalingConfig": {
+            "minSize": s.min_size,
+            "desiredSize": s.desired_size,
+            "maxSize": s.max_size,
+        },
+        "launchTemplate": {"diskSizeGiB": s.disk_size_gib, "rootDevice": root_device(s.ami_type)},
+        "labels": {**s.labels, taint.key: taint.value},
+        "taints": [{"key": taint.key, "value": taint.value, "effect": taint.effect}],
+        "updateConfig": {"maxUnavailable": s.max_unavailable},
+        "version": kubernetes_version,
     }
-    digest = hashlib.sha256(json.dumps(forcing, sort_keys=True).encode()).hexdigest()
-    return f"{GROUP_PREFIX}{digest[:12]}"
+
+
+def replaced_on(arguments: dict[str, Any]) -> list[str]:
+    """The ConfigMap keys whose change makes a new group: what the program's `replaceOnChanges`
+    names and what EKS replaces a group for."""
+    return [f"data.{argument}" for argument in arguments if replaces_group(argument)]
 
 
 def node_zones(s: NodeGroupSettings, region: str) -> list[str]:
@@ -67,6 +94,7 @@ class KwokNodeGroupArgs:
 
     settings: NodeGroupSettings
     region: str
+    kubernetes_version: str
 
 
 class KwokNodeGroup(pulumi.ComponentResource):
@@ -74,6 +102,7 @@ class KwokNodeGroup(pulumi.ComponentResource):
     marks them Ready and gives them addresses and room, as a kubelet would."""
 
     node_group_name: pulumi.Output[str]
+    group: k8s.core.v1.ConfigMap
     nodes: list[k8s.core.v1.Node]
 
     def __init__(
@@ -81,18 +110,31 @@ class KwokNodeGroup(pulumi.ComponentResource):
     ) -> None:
         super().__init__("kiam:e2e:KwokNodeGroup", name, None, opts)
         s = args.settings
-        group = group_name(s)
+        arguments = group_arguments(s, args.kubernetes_version)
+        self.group = k8s.core.v1.ConfigMap(
+            # No metadata.name: the provider generates `<this name>-<suffix>`, a new one for each
+            # replacement, as the AWS provider does from `nodeGroupNamePrefix`.
+            name,
+            metadata={"namespace": GROUP_NAMESPACE},
+            data={k: json.dumps(v, sort_keys=True) for k, v in arguments.items()},
+            opts=pulumi.ResourceOptions(
+                parent=self, replace_on_changes=replaced_on(arguments), delete_before_replace=False
+            ),
+        )
+        group: pulumi.Output[str] = self.group.metadata.name
         taint = s.taint
         self.nodes = []
         for index, zone in enumerate(node_zones(s, args.region)):
-            node = f"{group}-{index}"
+            node_name = group.apply(_node_name(index))
             self.nodes.append(
                 k8s.core.v1.Node(
                     # Stable logical names: a new group name replaces each Node, create first.
                     f"{name}-{index}",
                     metadata={
-                        "name": node,
-                        "labels": node_labels(s, group, node, zone, args.region),
+                        "name": node_name,
+                        "labels": pulumi.Output.all(group, node_name).apply(
+                            _labels_of(s, zone, args.region)
+                        ),
                         "annotations": KWOK_ANNOTATION,
                     },
                     spec={
@@ -108,7 +150,17 @@ class KwokNodeGroup(pulumi.ComponentResource):
                 )
             )
         # Like the real group's name, known only once every node of the group exists.
-        self.node_group_name = pulumi.Output.all(*[n.metadata.name for n in self.nodes]).apply(
-            lambda _: group
-        )
+        self.node_group_name = pulumi.Output.all(
+            group, *[n.metadata.name for n in self.nodes]
+        ).apply(lambda names: str(names[0]))
         self.register_outputs({"node_group_name": self.node_group_name})
+
+
+def _node_name(index: int) -> Callable[[str], str]:
+    return lambda group: f"{group}-{index}"
+
+
+def _labels_of(
+    s: NodeGroupSettings, zone: str, region: str
+) -> Callable[[list[Any]], dict[str, str]]:
+    return lambda names: node_labels(s, str(names[0]), str(names[1]), zone, region)

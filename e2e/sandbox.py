@@ -18,11 +18,13 @@ import shutil
 import sys
 from pathlib import Path
 
+from contracts import names
 from e2e.harness import toolchain
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.environment import Environment
 from e2e.harness.kube import Kube
 from e2e.harness.pulumi import PulumiCommandError, install_provider
+from e2e.harness.watcher import Watcher
 from settings import SettingsError
 from settings.loader import settings_from_stack_file, stack_name_of
 from tools.stack_source import add_stack_source, stack_file_of
@@ -68,20 +70,53 @@ def up(stack_file: Path) -> int:
     marker.write_text(json.dumps({"stack": stack_name}))
     env.shape_for(stack_file)
     stack = env.stack(stack_name)
+    namespace = settings.namespace.name
+    # Watched while it changes, as the real-engine suite watches: a change that took every server
+    # away, even for a moment, shows here as a zero.
+    watcher = Watcher(env.kube, namespace, names.SERVER_NAME)
     try:
         stack.create(stack_file)
         print(stack.preview("--diff").output)
-        print(stack.up().output)
+        with watcher.running():
+            print(stack.up().output)
+            watcher.samples.append(watcher.sample())
     except PulumiCommandError as failure:
         print(failure.result.output, file=sys.stderr)
         return 1
-    namespace = settings.namespace.name
+    print(watched_summary(watcher, settings.server.replicas))
     print(f"\nWhere kiam runs (namespace {namespace}):")
     for node, pods in sorted(env.placement(namespace).items()):
         print(f"  {node}: {', '.join(pods) or '-'}")
     print(f"\nThe sandbox is running. Look around with:\n  export KUBECONFIG={plane.kubeconfig}")
     print(f"KUBECONFIG={plane.kubeconfig}")
     return 0
+
+
+def watched_summary(watcher: Watcher, replicas: int) -> str:
+    """What a person rehearsing a change needs first: did the servers stay, and did the Service
+    the agents dial ever run out of ready endpoints."""
+    timeline = watcher.timeline
+    if not timeline:
+        return "\nDuring `pulumi up`: nothing was observed"
+    fewest = min(s.ready_servers for s in timeline)
+    zero = [s.t for s in timeline if s.ready_endpoints == 0]
+    before = timeline[0]
+    # On a first install there were no servers before: count from the first Ready one.
+    if before.ready_servers == 0:
+        ready = [s.t for s in timeline if s.ready_servers > 0]
+        if not ready:
+            return f"\nDuring `pulumi up`: no server became Ready (of {replicas})"
+        fewest = min(s.ready_servers for s in timeline if s.t >= ready[0])
+        zero = [s.t for s in timeline if s.t >= ready[0] and s.ready_endpoints == 0]
+    endpoints = (
+        f"the Service had no ready endpoint at {len(zero)} observed moments"
+        if zero
+        else "the Service always had a ready endpoint"
+    )
+    return (
+        f"\nDuring `pulumi up`: fewest Ready servers {fewest} (of {replicas}); {endpoints}; "
+        f"{len(timeline)} observations"
+    )
 
 
 def down() -> int:

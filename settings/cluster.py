@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from settings.base import DnsName, Model, matching
 
@@ -41,6 +41,18 @@ def _check_known_version(version: str) -> str:
     return version
 
 
+def _not_a_number(value: object) -> object:
+    # YAML reads unquoted digits as a number and drops a leading zero (about one account id in
+    # ten has one); `pulumi config set --path` without `--type string` writes it that way too.
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ValueError(
+            f"got the number {value}, not a string: an account id must be quoted in the stack "
+            f"file (accountId: '{value:012d}' if that is the account) or set with "
+            "`pulumi config set --path --type string kiam:cluster.accountId <id>`"
+        )
+    return value
+
+
 class ClusterSettings(Model):
     """`kiam:cluster`: the EKS cluster this stack installs kiam into."""
 
@@ -55,7 +67,11 @@ class ClusterSettings(Model):
         description="Name of the existing EKS cluster (looked up, never created); at most "
         f"{MAX_CLUSTER_NAME} characters, as it also prefixes the launch template's name."
     )
-    account_id: Annotated[str, matching(r"\d{12}", "a 12-digit AWS account id")] = Field(
+    account_id: Annotated[
+        str,
+        BeforeValidator(_not_a_number),
+        matching(r"\d{12}", "a 12-digit AWS account id"),
+    ] = Field(
         description="AWS account id of the cluster; the AWS provider refuses any other account."
     )
     region: Annotated[str, matching(_REGION, "an AWS region such as eu-west-1")] = Field(

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from e2e.harness.kube import Kube
+from e2e.harness.kube import ApiError, Kube
 from e2e.harness.toolchain import pinned
 
 START_TIMEOUT_SECONDS = 180
@@ -74,10 +74,10 @@ class ControlPlane:
         if not self.kubeconfig.exists():
             return False
         try:
-            Kube(self.kubeconfig, self.bin_dir / "kubectl").get("/readyz")
-        except Exception:
+            answer = Kube(self.kubeconfig, self.bin_dir / "kubectl").request_text("GET", "/readyz")
+        except (OSError, ApiError):
             return False
-        return True
+        return answer.strip() == "ok"
 
     def stop(self) -> None:
         """Stop every process of the cluster and remove its state."""

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from contracts.labels import NODE_GROUP_LABEL, Role, selector_labels
+from e2e.harness import stack_yaml
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.kube import Kube, is_ready, selector
 from e2e.harness.pulumi import PulumiStack, install_provider
@@ -86,6 +85,6 @@ class Environment:
 def write_stack_file(path: Path, config: dict[str, Any], comment: str = "") -> Path:
     """A stack file with this `config:` map."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump({"config": config}, sort_keys=False)
+    text = stack_yaml.dump({"config": config})
     path.write_text((f"# {comment}\n" if comment else "") + text)
     return path

@@ -60,6 +60,13 @@ class Kube:
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> Any:
+        text = self.request_text(method, path, body, content_type)
+        return json.loads(text) if text else None
+
+    def request_text(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> str:
+        """The body of the answer as text: health endpoints (`/readyz`) answer `ok`, not JSON."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.server + path, data=data, method=method)
         req.add_header("Accept", "application/json")
@@ -69,10 +76,10 @@ class Kube:
             req.add_header("Authorization", f"Bearer {self._token}")
         try:
             with urllib.request.urlopen(req, context=self._ssl, timeout=10) as response:
-                text = response.read().decode()
+                text: str = response.read().decode()
         except urllib.error.HTTPError as error:
             raise ApiError(error.code, error.read().decode()) from None
-        return json.loads(text) if text else None
+        return text
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

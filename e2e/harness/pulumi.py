@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from e2e.harness import stack_yaml
 from e2e.harness.toolchain import PROVIDER_VERSION_KEY, REPO, pinned
 
 PROGRAM_DIR = REPO / "e2e" / "program"
@@ -157,7 +158,7 @@ class PulumiStack:
         document = yaml.safe_load(stack_file.read_text()) or {}
         if salt:
             document["encryptionsalt"] = salt
-        self.stack_file.write_text(yaml.safe_dump(document, sort_keys=False))
+        self.stack_file.write_text(stack_yaml.dump(document))
 
     def _stack_document(self) -> dict[str, Any]:
         if not self.stack_file.exists():

@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from settings.base import model_class
+from settings.node_group import what_a_change_does
 from settings.stack import StackSettings
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
@@ -85,10 +86,22 @@ def _rows(
             continue
         if nested is not None:
             tables.append((path + nested[1], nested[0]))  # items of a list or map: a table below
-        description = (field.description or "").replace("|", "\\|")
+        description = (field.description or "").replace("|", "\\|") + _on_change(path)
         out.append(
             f"| `{path}` | {_type_name(field.annotation)} | {_default(field)} | {description} |"
         )
+
+
+def _on_change(path: str) -> str:
+    """What changing a node group setting (or the Kubernetes version) does to the server nodes."""
+    if path == "kiam:cluster.kubernetesVersion":
+        return f" **On change:** {what_a_change_does('kubernetesVersion')}."
+    if path == "kiam:nodeGroup.subnets[].zone":
+        return " **On change:** nothing on AWS (the subnet's id decides its zone); read by checks only."
+    if path.startswith("kiam:nodeGroup."):
+        setting = path.removeprefix("kiam:nodeGroup.").split(".", 1)[0].split("[", 1)[0]
+        return f" **On change:** {what_a_change_does(setting)}."
+    return ""
 
 
 def _table(rows: list[str]) -> str:

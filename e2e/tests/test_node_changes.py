@@ -1,0 +1,245 @@
+"""Every kind of change to the server nodes, applied by the real engine and watched every half
+second, with and without a spare node: which path the engine took for the node group, the fewest
+Ready servers, whether the Service ever had no ready endpoint, and how long `pulumi up` took.
+
+The node group stand-in carries the program's `replaceOnChanges` (contracts/eks_node_group.py):
+the engine itself decides which change makes a new group. A launch template change (disk size), a
+taint (its value, or its effect, under NO_SCHEDULE and NO_EXECUTE) and a Kubernetes version must
+take the replacement path, never touching the running nodes; labels and sizes change the running
+group, and no server restarts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.eks_node_group import NodeChange
+from e2e.harness.environment import Environment
+from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
+from e2e.harness.watcher import Sample, Watcher
+from e2e.tests.conftest import (
+    REPORT,
+    deploy,
+    example_config,
+    fresh_environment,
+    set_settings,
+    with_changes,
+)
+
+STACK = "dev"
+NAMESPACE = "kiam"
+REPLICAS = 2
+GROUP = ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes")
+
+
+@dataclass(frozen=True)
+class Step:
+    label: str
+    changes: dict[str, dict[str, Any]]
+    expected: NodeChange
+
+
+def steps(size: int) -> list[Step]:
+    """The changes, applied one after another to the same stack."""
+    return [
+        Step(
+            "instance type", {"nodeGroup": {"instanceTypes": ["t3.medium"]}}, NodeChange.REPLACEMENT
+        ),
+        Step(
+            "disk size (launch template)",
+            {"nodeGroup": {"diskSizeGiB": 40}},
+            NodeChange.REPLACEMENT,
+        ),
+        Step(
+            "taint value, NO_SCHEDULE",
+            {"nodeGroup": {"taint": {"value": "kiam-servers"}}},
+            NodeChange.REPLACEMENT,
+        ),
+        Step(
+            "taint effect to NO_EXECUTE",
+            {"nodeGroup": {"taint": {"value": "kiam-servers", "effect": "NO_EXECUTE"}}},
+            NodeChange.REPLACEMENT,
+        ),
+        Step(
+            "taint value, NO_EXECUTE",
+            {"nodeGroup": {"taint": {"value": "kiam", "effect": "NO_EXECUTE"}}},
+            NodeChange.REPLACEMENT,
+        ),
+        Step(
+            "Kubernetes version", {"cluster": {"kubernetesVersion": "1.34"}}, NodeChange.REPLACEMENT
+        ),
+        Step("labels", {"nodeGroup": {"labels": {"team": "platform"}}}, NodeChange.CONFIG_UPDATE),
+        Step(
+            "scaling (one node more)",
+            {"nodeGroup": {"desiredSize": size + 1, "maxSize": size + 2}},
+            NodeChange.SCALING,
+        ),
+    ]
+
+
+@dataclass
+class Watched:
+    step: Step
+    path: NodeChange
+    watcher: Watcher
+    seconds: float
+    at_return: Sample
+    old_nodes: set[str]
+    new_nodes: set[str]
+    server_pods_before: set[str]
+
+
+@dataclass
+class Changed:
+    spare: bool
+    watched: list[Watched]
+    env: Environment
+
+
+def _path(
+    events: list[dict[str, Any]], nodes_before: set[str], nodes_after: set[str]
+) -> NodeChange:
+    """The path the engine took, read from its own event log (the group's step) and the nodes."""
+    ops = {
+        e["resourcePreEvent"]["metadata"]["op"]
+        for e in events
+        if "resourcePreEvent" in e
+        and type_and_name(e["resourcePreEvent"]["metadata"]["urn"]) == GROUP
+    }
+    if ops & {"create-replacement", "replace", "delete-replaced"}:
+        return NodeChange.REPLACEMENT
+    if nodes_before != nodes_after:
+        return NodeChange.SCALING
+    if ops == {"update"}:
+        return NodeChange.CONFIG_UPDATE
+    raise AssertionError(f"the group took no step: {sorted(ops)}")
+
+
+def _watched_up(
+    env: Environment, stack: PulumiStack, config: dict[str, Any], step: Step
+) -> Watched:
+    old = set(env.dedicated_nodes())
+    pods_before = {p["metadata"]["name"] for p in env.pods(NAMESPACE, "server")}
+    set_settings(env, stack, config)
+    log = env.root / f"{step.label.replace(' ', '-')}.jsonl"
+    watcher = Watcher(env.kube, NAMESPACE, "kiam-server")
+    with watcher.running():
+        watcher.samples.append(watcher.sample())
+        began = watcher.now()
+        stack.up(event_log=log)
+        returned = watcher.now()
+        at_return = watcher.sample()
+        watcher.samples.append(at_return)
+    assert not watcher.errors, watcher.errors
+    now = set(env.dedicated_nodes())
+    path = _path(read_event_log(log), old, now)
+    return Watched(step, path, watcher, returned - began, at_return, old, now - old, pods_before)
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["no-spare-node", "spare-node"])
+def changed(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) -> Iterator[Changed]:
+    spare = request.param
+    with fresh_environment(
+        session_root, bin_dir, f"node-changes-{'spare' if spare else 'none'}"
+    ) as env:
+        size = REPLICAS + (1 if spare else 0)
+        config = with_changes(
+            example_config(STACK), nodeGroup={"desiredSize": size, "maxSize": size + 1}
+        )
+        stack, _ = deploy(env, STACK, config)
+        stack.up()
+        watched = []
+        for step in steps(size):
+            config = with_changes(config, **step.changes)
+            watched.append(_watched_up(env, stack, config, step))
+        result = Changed(spare, watched, env)
+        REPORT.extend(summary(result))
+        yield result
+        stack.destroy()
+
+
+def summary(changed: Changed) -> list[str]:
+    """One line per change, as `make e2e` prints them (and docs/performance.md tabulates)."""
+    label = "with a spare node" if changed.spare else "without a spare node"
+    return [
+        f"node change {label}: {w.step.label}: path {w.path.value}, fewest Ready servers "
+        f"{w.watcher.min_ready_servers()} of {REPLICAS}, zero ready endpoints "
+        f"{'never' if not w.watcher.zero_endpoint_times() else len(w.watcher.zero_endpoint_times())}"
+        f", `pulumi up` {w.seconds:.1f}s ({len(w.watcher.timeline)} observations)"
+        for w in changed.watched
+    ]
+
+
+def test_each_change_takes_the_path_the_contract_gives_it(changed: Changed) -> None:
+    assert [(w.step.label, w.path) for w in changed.watched] == [
+        (w.step.label, w.step.expected) for w in changed.watched
+    ]
+
+
+def test_no_change_ever_leaves_the_service_without_a_ready_server(changed: Changed) -> None:
+    for w in changed.watched:
+        assert len(w.watcher.samples) > 2, w.step.label
+        assert w.watcher.zero_endpoint_times() == [], w.step.label
+        assert w.watcher.min_ready_servers() >= REPLICAS - 1, w.step.label
+
+
+def test_a_spare_node_keeps_every_server_ready_through_every_change(changed: Changed) -> None:
+    expected = REPLICAS if changed.spare else REPLICAS - 1
+    replaced = [w for w in changed.watched if w.path is NodeChange.REPLACEMENT]
+    assert [w.watcher.min_ready_servers() for w in replaced] == [expected] * len(replaced)
+
+
+def test_a_replacement_moves_every_server_to_new_nodes_before_the_old_ones_go(
+    changed: Changed,
+) -> None:
+    for w in changed.watched:
+        if w.path is not NodeChange.REPLACEMENT:
+            continue
+        assert len(w.new_nodes) == REPLICAS + changed.spare, w.step.label
+        new, old = w.new_nodes, w.old_nodes
+
+        def moved(s: Sample, new: set[str] = new) -> bool:
+            return s.ready_servers_on(new) == REPLICAS
+
+        def gone(s: Sample, old: set[str] = old) -> bool:
+            return not old <= s.nodes
+
+        all_moved = w.watcher.first(f"{w.step.label}: every server Ready on the new nodes", moved)
+        old_gone = w.watcher.first(f"{w.step.label}: an old node deleted", gone)
+        assert all_moved.t <= old_gone.t, w.step.label
+        assert not (w.at_return.nodes & w.old_nodes), w.step.label
+
+
+def test_a_taint_never_reaches_a_node_that_runs_servers_under_the_old_one(
+    changed: Changed,
+) -> None:
+    # The servers on the old nodes tolerate the old taint only: had the new taint been applied to
+    # those nodes (EKS's in-place path), a NO_EXECUTE one would have evicted them all at once.
+    for w in changed.watched:
+        if "taint" in w.step.label:
+            assert w.path is NodeChange.REPLACEMENT
+            assert w.old_nodes.isdisjoint(w.at_return.nodes)
+
+
+def test_labels_and_sizes_change_the_running_group_and_restart_no_server(
+    changed: Changed,
+) -> None:
+    in_place = [w for w in changed.watched if w.path is not NodeChange.REPLACEMENT]
+    assert [w.step.label for w in in_place] == ["labels", "scaling (one node more)"]
+    for w in in_place:
+        assert set(w.at_return.servers) == w.server_pods_before, w.step.label
+        assert w.watcher.min_ready_servers() == REPLICAS, w.step.label
+    labels, scaling = in_place
+    assert labels.new_nodes == set()
+    assert labels.old_nodes <= labels.at_return.nodes
+    # EKS applies labels to the nodes already running: so did the stand-in.
+    for node in changed.env.dedicated_nodes():
+        assert changed.env.kube.get(f"/api/v1/nodes/{node}")["metadata"]["labels"]["team"] == (
+            "platform"
+        )
+    assert len(scaling.new_nodes) == 1

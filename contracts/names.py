@@ -11,6 +11,9 @@ OWN_ROLE_NAME_PREFIX = f"{INSTALL_NAME}-"
 
 SERVER_NAME = "kiam-server"
 AGENT_NAME = "kiam-agent"
+# The dedicated node group's name prefix: EKS appends a unique suffix, so a replacement group can
+# exist beside the old one.
+SERVER_NODE_GROUP_PREFIX = "kiam-server-"
 # The headless Service Prometheus finds the host-networked agents' metrics through.
 AGENT_METRICS_SERVICE = "kiam-agent-metrics"
 # The PrometheusRule holding kiam's alerts.
@@ -54,3 +57,8 @@ def server_role_name(iam_name: str) -> str:
     """The kiam-server role (`--assume-role-arn`), named like `node_role_name`."""
     return f"{iam_name}-server"
 
+
+def launch_template_name_prefix(cluster_name: str) -> str:
+    """The server nodes' launch template's name prefix: the cluster's name, so two clusters in
+    one account never share one, then the node group's prefix."""
+    return f"{cluster_name}-{SERVER_NODE_GROUP_PREFIX}"

@@ -11,6 +11,9 @@ OWN_ROLE_NAME_PREFIX = f"{INSTALL_NAME}-"
 
 SERVER_NAME = "kiam-server"
 AGENT_NAME = "kiam-agent"
+# The containers the guarantees find kiam's command lines in.
+SERVER_CONTAINER = "kiam-server"
+AGENT_CONTAINER = "kiam-agent"
 # The dedicated node group's name prefix: EKS appends a unique suffix, so a replacement group can
 # exist beside the old one.
 SERVER_NODE_GROUP_PREFIX = "kiam-server-"

@@ -131,7 +131,7 @@ def _pod_spec(args: AgentArgs, service_account: pulumi.Input[str]) -> dict[str, 
         "tolerations": [t.model_dump(exclude_none=True) for t in s.tolerations],
         "containers": [
             {
-                "name": "kiam-agent",
+                "name": names.AGENT_CONTAINER,
                 "image": s.image,
                 "command": ["/kiam"],
                 "args": flags.agent_flags(s, server_address=args.server_address),

@@ -11,6 +11,7 @@ import pulumi_aws as aws
 
 from components import policies
 from components.policies import ALLOW_ANY_ROLE_TAG, ROLE_TAG
+from contracts import names
 from settings.cluster import ClusterSettings
 from settings.iam import IamSettings
 
@@ -54,8 +55,9 @@ class KiamIam(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         partition, account = args.cluster.partition, args.cluster.account_id
 
+        node_role, server_role = names.node_role_name(name), names.server_role_name(name)
         self.node_role = aws.iam.Role(
-            f"{name}-server-node",
+            node_role,
             path=args.iam.kiam_role_path,
             description=f"kiam server nodes of EKS cluster {args.cluster.name}",
             assume_role_policy=json.dumps(policies.ec2_trust_policy()),
@@ -66,7 +68,7 @@ class KiamIam(pulumi.ComponentResource):
         # Keyed by policy name, not position: reordering the list never replaces an attachment.
         self.node_policy_attachments = [
             aws.iam.RolePolicyAttachment(
-                f"{name}-server-node-{policy}",
+                f"{node_role}-{policy}",
                 role=self.node_role.name,
                 policy_arn=policies.managed_policy_arn(partition, policy),
                 opts=child,
@@ -74,7 +76,7 @@ class KiamIam(pulumi.ComponentResource):
             for policy in policies.NODE_MANAGED_POLICIES
         ]
         self.server_role = aws.iam.Role(
-            f"{name}-server",
+            server_role,
             path=args.iam.kiam_role_path,
             description=f"kiam-server of EKS cluster {args.cluster.name}",
             assume_role_policy=self.node_role.arn.apply(
@@ -86,7 +88,7 @@ class KiamIam(pulumi.ComponentResource):
             opts=child,
         )
         aws.iam.RolePolicy(
-            f"{name}-server-node-assume-server",
+            f"{node_role}-assume-server",
             role=self.node_role.name,
             policy=self.server_role.arn.apply(
                 lambda arn: json.dumps(policies.assume_role_policy(arn, "AssumeKiamServerRole"))
@@ -97,7 +99,7 @@ class KiamIam(pulumi.ComponentResource):
             partition, account, args.iam, args.application_paths
         )
         aws.iam.RolePolicy(
-            f"{name}-server-assume-applications",
+            f"{server_role}-assume-applications",
             role=self.server_role.name,
             policy=json.dumps(
                 policies.assume_role_policy(

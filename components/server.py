@@ -287,7 +287,7 @@ class KiamServer(pulumi.ComponentResource):
             },
             "containers": [
                 {
-                    "name": "kiam-server",
+                    "name": names.SERVER_CONTAINER,
                     "image": s.image,
                     "command": ["/kiam"],
                     "args": pulumi.Output.from_input(args.server_role_arn).apply(

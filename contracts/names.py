@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+# The top component's name (program/stack.py): every child's name starts with it, and so do the
+# names of kiam's own IAM roles, which AWS derives from their Pulumi names.
+INSTALL_NAME = "kiam"
+# What the names of kiam's own roles start with: the server's application-role pattern must never
+# cover it (settings/iam.py).
+OWN_ROLE_NAME_PREFIX = f"{INSTALL_NAME}-"
+
 SERVER_NAME = "kiam-server"
 AGENT_NAME = "kiam-agent"
+# The containers the guarantees find kiam's command lines in.
+SERVER_CONTAINER = "kiam-server"
+AGENT_CONTAINER = "kiam-agent"
+# The dedicated node group's name prefix: EKS appends a unique suffix, so a replacement group can
+# exist beside the old one.
+SERVER_NODE_GROUP_PREFIX = "kiam-server-"
 # The headless Service Prometheus finds the host-networked agents' metrics through.
 AGENT_METRICS_SERVICE = "kiam-agent-metrics"
 # The PrometheusRule holding kiam's alerts.
@@ -35,3 +48,20 @@ def agent_server_address(service: str, namespace: str, cluster_domain: str, port
     one of `service_dns_names`, which the server certificate carries.
     """
     return f"{service}.{namespace}.svc.{cluster_domain}:{port}"
+
+
+def node_role_name(iam_name: str) -> str:
+    """The server nodes' instance role, named after the component holding kiam's IAM chain (AWS
+    appends a random suffix; the e2e stand-ins use the name as it is)."""
+    return f"{iam_name}-server-node"
+
+
+def server_role_name(iam_name: str) -> str:
+    """The kiam-server role (`--assume-role-arn`), named like `node_role_name`."""
+    return f"{iam_name}-server"
+
+
+def launch_template_name_prefix(cluster_name: str) -> str:
+    """The server nodes' launch template's name prefix: the cluster's name, so two clusters in
+    one account never share one, then the node group's prefix."""
+    return f"{cluster_name}-{SERVER_NODE_GROUP_PREFIX}"

@@ -1,6 +1,6 @@
 """11. Every application role can really be assumed through kiam: the pieces the other checks judge
 one by one (server permission, pod annotation, namespace regexp, trust) fit together per
-application, the way IAM and kiam v4.2 themselves decide (`invariants.kiam_rules`)."""
+application, the way IAM and kiam v4.2 themselves decide (`contracts.kiam`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.policies import NAMESPACE_TAG, POD_ANNOTATION_TAG, SERVICE_ACCOUNT_TAG
+from contracts import kiam
 from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
-from invariants import kiam_rules
 from invariants.iam_documents import allows, as_list, document, known_arn, statements
 from invariants.model import Resource, Violation, dig, is_unknown
 from invariants.view import SERVER_CONTAINER, KiamView, container, flag_values
@@ -36,7 +36,7 @@ class _Server:
 def application_reachable(view: KiamView) -> list[Violation]:
     """11. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role (judged on the aws:iam roles).
 
-    As IAM and kiam decide each (`invariants.kiam_rules`); with IRSA the role also trusts
+    As IAM and kiam decide each (`contracts.kiam`); with IRSA the role also trusts
     exactly its one service account, and without, no web identity at all.
     """
     out: set[Violation] = set()
@@ -78,11 +78,11 @@ def application_reachable(view: KiamView) -> list[Violation]:
             if assume is not None and not allows(assume, "sts:AssumeRole", app.arn):
                 report(f"the kiam-server role's policy does not allow sts:AssumeRole on {app.arn}")
             for server in servers:
-                resolved = kiam_rules.resolve(app.annotation, server.role_base_arn)
+                resolved = kiam.resolve(app.annotation, server.role_base_arn)
                 if resolved != app.arn:
                     report(
                         f"pod annotation {ROLE_ANNOTATION}: {app.annotation} resolves against "
-                        f"{kiam_rules.ROLE_BASE_ARN_FLAG}={server.role_base_arn} to {resolved}, "
+                        f"{kiam.ROLE_BASE_ARN_FLAG}={server.role_base_arn} to {resolved}, "
                         f"not {app.arn}"
                     )
             for reason in _namespace_problems(view, app, app.arn, apps, servers):
@@ -115,9 +115,9 @@ def _servers(view: KiamView) -> list[_Server]:
     found = []
     for dep in view.servers:
         args = dig(container(dep, SERVER_CONTAINER), "args")
-        bases = flag_values(args, kiam_rules.ROLE_BASE_ARN_FLAG)
+        bases = flag_values(args, kiam.ROLE_BASE_ARN_FLAG)
         if len(bases) == 1 and bases[0]:
-            found.append(_Server(bases[0], kiam_rules.strict_namespace_regexp(args)))
+            found.append(_Server(bases[0], kiam.strict_namespace_regexp(args)))
     return found
 
 
@@ -149,7 +149,7 @@ def _namespace_problems(
         if is_unknown(expression):
             continue
         problem = (
-            kiam_rules.regexp_problem(expression)
+            kiam.permitted_regexp_problem(expression)
             if isinstance(expression, str)
             else "it is not a string"
         )
@@ -157,7 +157,7 @@ def _namespace_problems(
             problems.append(f"namespace {app.namespace} permits {expression!r}: {problem}")
             continue
         for strict in strictness:
-            if not kiam_rules.permits(expression, arn, strict=strict):
+            if not kiam.permits(expression, arn, strict=strict):
                 problems.append(
                     f"namespace {app.namespace} permits {expression!r}, which does not admit {arn}"
                 )
@@ -165,7 +165,7 @@ def _namespace_problems(
                 f"namespace {app.namespace} permits {expression!r}, which also admits {other} "
                 f"of namespace {namespace}"
                 for other, namespace in others
-                if kiam_rules.permits(expression, other, strict=strict)
+                if kiam.permits(expression, other, strict=strict)
             ]
     return problems
 

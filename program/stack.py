@@ -10,10 +10,8 @@ import pulumi
 
 from components.cloud import CloudSide
 from components.kiam import Kiam, KiamArgs
+from contracts import names
 from settings.stack import StackSettings
-
-# The top component's name; every child name (and kiam's IAM role names) starts with it.
-KIAM_NAME = "kiam"
 
 
 def build(
@@ -21,7 +19,7 @@ def build(
 ) -> Kiam:
     """The `Kiam` component, with the stack's providers handed down to every child."""
     return Kiam(
-        KIAM_NAME,
+        names.INSTALL_NAME,
         KiamArgs(settings=settings, cloud=cloud),
         pulumi.ResourceOptions(providers=list(providers)),
     )

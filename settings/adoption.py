@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 
+from contracts import kiam
 from settings.base import UNDECRYPTED_SECRET, DnsLabel, LabelKey, LabelValue, Model
 
 Phase = Literal["servers", "takeover", "complete"]
@@ -21,7 +22,7 @@ class AdoptionSettings(Model):
 
     phase: Phase = Field(description="How far the move is: servers, takeover or complete.")
     agent_daemon_set_name: DnsLabel = Field(
-        default="kiam-agent",
+        default=kiam.UPSTREAM_AGENT_DAEMON_SET,
         description="Name of the running agent DaemonSet; taken over in place, one node at a time.",
     )
     agent_pod_labels: dict[LabelKey, LabelValue] = Field(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from contracts import go_regexp
 from settings.base import (
     Duration,
     ExtraArg,
@@ -72,20 +72,12 @@ NODE_PORTS = {
 }
 NODE_PORT_RANGE = range(30000, 32768)
 
-# RE2, the syntax of Go's regexp package, has no lookaround, backreferences or atomic groups.
-_NOT_RE2 = re.compile(r"\(\?(=|!|<=|<!|>|P=)|\\[1-9]")
-
 
 def _check_go_regexp(value: str) -> str:
-    if _NOT_RE2.search(value):
-        raise ValueError(
-            f"{value!r} uses lookaround, backreferences or atomic groups, which Go's regexp "
-            "(kiam's) does not have"
-        )
-    try:
-        re.compile(value.replace("\\z", "\\Z"))
-    except re.error as error:
-        raise ValueError(f"{value!r} is not a regular expression: {error}") from None
+    # kiam's agent compiles it with Go's regexp at start and exits if that fails.
+    problem = go_regexp.compile_problem(value)
+    if problem is not None:
+        raise ValueError(f"{value!r} {problem}")
     return value
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from contracts import names
 from settings.base import DnsName, Model, matching
 
 # The AWS partitions, the regions each holds and its DNS suffix, as botocore's partitions.json
@@ -23,10 +24,10 @@ PARTITIONS = (
     ("aws", r"(us|eu|ap|sa|ca|me|af|il|mx)-[a-z]+-\d+", "amazonaws.com"),
 )
 _REGION = "|".join(f"({regex})" for _, regex, _ in PARTITIONS)
-# The launch template's name prefix is `<cluster name>-kiam-server-` (components/node_group.py),
-# and the AWS provider allows a name prefix of at most 99 characters (terraform-provider-aws,
-# verify.ValidLaunchTemplateName): 13 of them are the suffix.
-MAX_CLUSTER_NAME = 99 - len("-kiam-server-")
+# The launch template's name prefix starts with the cluster's name (contracts/names.py), and the
+# AWS provider allows a name prefix of at most 99 characters (terraform-provider-aws,
+# verify.ValidLaunchTemplateName): the rest of the prefix takes 13 of them.
+MAX_CLUSTER_NAME = 99 - len(names.launch_template_name_prefix(""))
 # kubernetes-validate (tools/validate.py) ships the API schemas up to this minor version; a plan
 # for a later one could not validate its manifests.
 NEWEST_KUBERNETES_MINOR = 37
@@ -61,7 +62,7 @@ class ClusterSettings(Model):
         matching(
             rf"[0-9A-Za-z][A-Za-z0-9\-_]{{0,{MAX_CLUSTER_NAME - 1}}}",
             f"an EKS cluster name of at most {MAX_CLUSTER_NAME} characters (the launch template's "
-            "name prefix `<name>-kiam-server-` may have 99)",
+            f"name prefix `{names.launch_template_name_prefix('<name>')}` may have 99)",
         ),
     ] = Field(
         description="Name of the existing EKS cluster (looked up, never created); at most "

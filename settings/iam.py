@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
+from contracts import names
 from settings.base import Model, matching
 
 # IAM allows any printable ASCII in a path (CreateRole's pathType); these are the characters of
@@ -27,10 +28,6 @@ RolePath = Annotated[
 RoleNamePrefix = Annotated[
     str, matching(r"[A-Za-z0-9+=,.@_-]{0,32}", "an IAM role name prefix (32 characters at most)")
 ]
-
-
-# kiam's own roles are named after their Pulumi resources, which all start with this.
-KIAM_ROLE_NAME_PREFIX = "kiam-"
 
 
 class IamSettings(Model):
@@ -84,6 +81,6 @@ class IamSettings(Model):
         if self.allow_any_role or not self.kiam_role_path.startswith(path):
             return False
         # What follows the path in the ARN of kiam's own roles.
-        rest = self.kiam_role_path[len(path) :] + KIAM_ROLE_NAME_PREFIX
+        rest = self.kiam_role_path[len(path) :] + names.OWN_ROLE_NAME_PREFIX
         prefix = self.application_role_name_prefix
         return rest.startswith(prefix) or prefix.startswith(rest)

@@ -268,7 +268,7 @@ def test_every_application_with_a_path_and_a_prefix_is_reachable(prefixed_run: R
 )
 def test_pod_role_annotation(arn: str, base: str, annotation: str) -> None:
     from components.policies import pod_role_annotation
-    from invariants.kiam_rules import resolve
+    from contracts.kiam import resolve
 
     assert pod_role_annotation(arn, base) == annotation
     assert resolve(annotation, base) == arn

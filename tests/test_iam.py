@@ -228,8 +228,13 @@ def test_two_instances_do_not_collide() -> None:
     assert len(set(urns)) == len(urns)
 
 
-def test_kiam_role_names_start_with_the_prefix_the_pattern_rule_assumes() -> None:
-    from program.stack import KIAM_NAME
-    from settings.iam import KIAM_ROLE_NAME_PREFIX
+def test_kiam_role_names_start_with_the_prefix_the_pattern_rule_assumes(
+    base_run: Recording,
+) -> None:
+    """AWS names a role given no `name` after its Pulumi name (plus a suffix); settings/iam.py
+    keeps the application-role pattern off every name starting with the prefix."""
+    from contracts import names
 
-    assert f"{KIAM_NAME}-iam-".startswith(KIAM_ROLE_NAME_PREFIX)
+    own = [r.name for r in base_run.by_type(ROLE) if "name" not in r.inputs]
+    assert own == ["kiam-iam-server-node", "kiam-iam-server"]
+    assert all(name.startswith(names.OWN_ROLE_NAME_PREFIX) for name in own)

@@ -709,8 +709,8 @@ APP_CASES: list[Case] = [
             (
                 REACHABLE,
                 app_urn(rs, "billing"),
-                "namespace billing permits '^(?=arn:).*app-billing$': Go's RE2, which kiam uses, "
-                "does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
+                "namespace billing permits '^(?=arn:).*app-billing$': it uses a lookahead `(?=`, "
+                "which Go's regexp (kiam's) does not compile",
             )
         ],
     ),
@@ -932,112 +932,6 @@ def test_allows_only_what_certainly_applies(statements: list[Any], allowed: bool
     from invariants.iam_documents import allows
 
     assert allows(statements, "sts:AssumeRole", ARN) is allowed
-
-
-KIAM_BASE = "arn:aws:iam::account-id:role/"
-
-
-@pytest.mark.parametrize(
-    ("annotation", "arn"),
-    [
-        # The cases of kiam's own pkg/aws/sts/arn_resolver_test.go (v4.2).
-        ("myrole", f"{KIAM_BASE}myrole"),
-        ("/myrole", f"{KIAM_BASE}myrole"),
-        ("kiam/myrole", f"{KIAM_BASE}kiam/myrole"),
-        ("/kiam/myrole", f"{KIAM_BASE}kiam/myrole"),
-        (
-            "arn:aws:iam::some-other-account:role/path-prefix/another-role",
-            "arn:aws:iam::some-other-account:role/path-prefix/another-role",
-        ),
-        ("", None),
-        # One leading slash only, as strings.TrimPrefix removes.
-        ("//myrole", f"{KIAM_BASE}/myrole"),
-    ],
-)
-def test_kiam_resolves_an_annotation_like_kiam(annotation: str, arn: str | None) -> None:
-    from invariants.kiam_rules import resolve
-
-    assert resolve(annotation, KIAM_BASE) == arn
-
-
-@pytest.mark.parametrize(
-    ("expression", "arn", "strict", "permitted"),
-    [
-        # kiam's own pkg/server/policy_test.go (v4.2), TestNamespacePolicy, with an empty base.
-        ("^red.*$|^.red.*$", "red_role", True, True),
-        ("^red.*$|^.red.*$", "orange_role", True, False),
-        # Strict mode wraps without a group: `^a|b$` anchors `a` at the start and `b` at the end only.
-        ("arn:x|role/b", "arn:y:role/b", True, True),
-        ("(arn:x|role/b)", "arn:y:role/b", True, False),
-        # Not strict: a search anywhere in the ARN.
-        ("role/b", "arn:y:role/b/c", False, True),
-        ("role/b", "arn:y:role/b/c", True, False),
-        ("", "anything", True, False),
-        ("", "anything", False, False),
-    ],
-)
-def test_kiam_matches_the_namespace_regexp_like_kiam(
-    expression: str, arn: str, strict: bool, permitted: bool
-) -> None:
-    from invariants.kiam_rules import permits
-
-    assert permits(expression, arn, strict=strict) is permitted
-
-
-@pytest.mark.parametrize(
-    ("expression", "problem"),
-    [
-        ("^(arn:a|arn:b)$", None),
-        (r"^arn:\d+$", None),
-        (
-            "^(?!arn:x).*$",
-            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
-        ),
-        (
-            r"^(a)\1$",
-            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
-        ),
-        (
-            r"^arn:.*\Z",
-            "Go's RE2, which kiam uses, does not compile lookarounds, backreferences, atomic groups, conditionals or \\Z",
-        ),
-        (
-            "^[[:alpha:]]+$",
-            "it uses Go-only syntax ([[:class:]], \\z, \\p, \\Q, \\C) this check does not read",
-        ),
-        (
-            r"^arn\z",
-            "it uses Go-only syntax ([[:class:]], \\z, \\p, \\Q, \\C) this check does not read",
-        ),
-        (
-            "^(arn$",
-            "it is not a regular expression (missing ), unterminated subpattern at position 1)",
-        ),
-    ],
-)
-def test_regexps_this_check_and_kiam_read_differently_are_named(
-    expression: str, problem: str | None
-) -> None:
-    from invariants.kiam_rules import regexp_problem
-
-    assert regexp_problem(expression) == problem
-
-
-@pytest.mark.parametrize(
-    ("args", "strict"),
-    [
-        (["server"], True),
-        (["server", "--disable-strict-namespace-regexp"], False),
-        (
-            ["server", "--disable-strict-namespace-regexp", "--no-disable-strict-namespace-regexp"],
-            True,
-        ),
-    ],
-)
-def test_kiam_matches_strictly_unless_told_not_to(args: list[str], strict: bool) -> None:
-    from invariants.kiam_rules import strict_namespace_regexp
-
-    assert strict_namespace_regexp(args) is strict
 
 
 @pytest.mark.parametrize(

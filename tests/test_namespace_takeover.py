@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.namespace_permissions import permitted_regexp, permitted_union
+from contracts.kiam import permits
 from invariants import check_all
-from invariants.kiam_rules import permits
 from invariants.recorded import resources_from_recording
 from settings import SettingsError
 from settings.loader import settings_from_values

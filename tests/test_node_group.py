@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contracts import names
 from tests.conftest import base_config, run_program, types_and_names
 from tools.mock_engine import Recording
 
@@ -48,7 +49,11 @@ def test_user_labels_join_the_dedicated_label() -> None:
 def test_replaceable_without_collision_and_create_before_delete(base_run: Recording) -> None:
     group = base_run.one(NODE_GROUP)
     assert "nodeGroupName" not in group.inputs
-    assert group.inputs["nodeGroupNamePrefix"] == "kiam-server-"
+    assert group.inputs["nodeGroupNamePrefix"] == names.SERVER_NODE_GROUP_PREFIX == "kiam-server-"
+    # The settings cap the cluster name by this prefix's length (kiam:cluster.name).
+    template = base_run.one(LAUNCH_TEMPLATE)
+    assert template.inputs["namePrefix"] == names.launch_template_name_prefix("test")
+    assert template.inputs["namePrefix"] == "test-kiam-server-"
     assert group.delete_before_replace is False
     assert group.custom_timeouts == {"create": "40m", "update": "60m", "delete": "40m"}
 

@@ -141,6 +141,46 @@ def test_cross_field_rules_have_exact_messages(change: dict, message: str) -> No
     assert problems(base_config(**change)) == [message]
 
 
+@pytest.mark.parametrize(
+    ("routes", "message"),
+    [
+        # Both compile in Python, and the agent's check once let them through; Go refuses both,
+        # so kiam's agent would exit at start.
+        (
+            r"^/latest/meta-data/instance-id\Z",
+            "kiam:agent.allowedMetadataRoutes: '^/latest/meta-data/instance-id\\\\Z' uses "
+            "Python's end-of-text escape `\\Z` (Go writes `\\z`), which Go's regexp (kiam's) does "
+            "not compile",
+        ),
+        (
+            "^/latest/(meta-data/)?(?(1)instance-id|dynamic/.*)$",
+            "kiam:agent.allowedMetadataRoutes: '^/latest/(meta-data/)?(?(1)instance-id|dynamic/.*)$' "
+            "uses a conditional `(?(`, which Go's regexp (kiam's) does not compile",
+        ),
+        (
+            "^/latest/(?<=meta-data/)",
+            "kiam:agent.allowedMetadataRoutes: '^/latest/(?<=meta-data/)' uses a lookbehind `(?<=`, "
+            "which Go's regexp (kiam's) does not compile",
+        ),
+        (
+            "^/latest/(meta-data",
+            "kiam:agent.allowedMetadataRoutes: '^/latest/(meta-data' is not a regular expression "
+            "(missing ), unterminated subpattern at position 9)",
+        ),
+        # Go reads \pL; Python cannot, so this check cannot tell whether Go would accept it.
+        (
+            r"^/latest/\pL+$",
+            "kiam:agent.allowedMetadataRoutes: '^/latest/\\\\pL+$' uses a Unicode class `\\pL`, "
+            "which this check (Python's re) does not read as Go does",
+        ),
+    ],
+)
+def test_metadata_routes_are_refused_unless_go_surely_compiles_them(
+    routes: str, message: str
+) -> None:
+    assert problems(base_config(agent={"allowedMetadataRoutes": routes})) == [message]
+
+
 def test_every_problem_is_listed_with_its_key_path() -> None:
     config = base_config(server={"replicas": "three", "imagee": "x"}, cluster={"accountId": "1234"})
     config["kiam:sever"] = {}

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components import policies
+from contracts import names
 from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
@@ -32,10 +33,10 @@ class ComputedRoles:
         paths = [policies.application_path(iam, app) for app in settings.applications.values()]
         return cls(
             node_role_arn=policies.role_arn(
-                partition, account, iam.kiam_role_path, f"{name}-server-node"
+                partition, account, iam.kiam_role_path, names.node_role_name(name)
             ),
             server_role_arn=policies.role_arn(
-                partition, account, iam.kiam_role_path, f"{name}-server"
+                partition, account, iam.kiam_role_path, names.server_role_name(name)
             ),
             role_base_arn=policies.role_base_arn(partition, account, iam),
             application_role_patterns=policies.application_role_patterns(

@@ -6,16 +6,17 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from components.policies import ALLOW_ANY_ROLE_TAG
-from contracts.labels import AGENTS_ANNOTATION, HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
-from contracts.tokens import CERT_REQUEST, CLUSTER_ROLE_BINDING, PDB, ROLE_POLICY, SECRET
+from contracts.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
+from contracts.tokens import CERT_REQUEST, CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
 from invariants.applications import application_reachable
+from invariants.expected import Expected
 from invariants.iam_documents import as_list, document, statements
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match
 from invariants.view import (
     AGENT_CONTAINER,
     SERVER_CONTAINER,
     KiamView,
+    ManagedPolicy,
     container,
     flag_values,
     pod_labels,
@@ -269,67 +270,150 @@ def server_args(view: KiamView) -> list[Violation]:
 
 
 def iam_least_privilege(view: KiamView) -> list[Violation]:
-    """7. Only the node role may assume the server role, which may assume only application roles (judged on the aws:iam roles and policies)."""
-    node_roles = view.roles_tagged("server-node")
-    server_roles = view.roles_tagged("server")
-    if len(node_roles) != 1 or len(server_roles) != 1:
-        return [
-            Violation(
-                "iam-least-privilege",
-                "stack",
-                "expected one server-node and one server role (tag kiam:role)",
-            )
-        ]
-    node, server = node_roles[0], server_roles[0]
+    """7. kiam's roles get only what each needs, by every way a role gets permissions: inline policies, attachments, the roles' own arguments (judged on the aws:iam resources).
+
+    The node role: EKS's node policies, and assuming the kiam-server role, which only it may
+    assume. The server role: assuming the application roles, nothing managed. Each application
+    role: what its settings give, and trust in the server role (and IRSA) only.
+
+    Judged on the roles the stack creates, found by what they are: the node group's role, the
+    role the servers are given, and the roles the applications' settings name. A cloud side
+    whose roles live outside the stack (the real-engine suite's computed ARNs) creates none,
+    and so has none to judge here; but where the stack creates roles at all, a node group or a
+    server Deployment running as a role of no stack is reported, since it could not be judged.
+    """
+    expected = view.expected
     out = []
 
-    def report(resource: Resource, reason: str) -> None:
-        out.append(Violation("iam-least-privilege", resource.urn, reason))
+    def report(resource: Resource | str, reason: str) -> None:
+        urn = resource if isinstance(resource, str) else resource.urn
+        out.append(Violation("iam-least-privilege", urn, reason))
 
-    if node.urn not in server.property_dependencies.get("assumeRolePolicy", frozenset()):
-        report(server, "its trust policy is not built from the server node role")
-    for statement in statements(document(server.inputs.get("assumeRolePolicy")) or {}):
-        if not _trusts_only(statement, node.outputs.get("arn")):
-            report(
-                server,
-                f"trust admits {statement.get('Principal')!r}, not only the server node role",
-            )
-    for app in view.roles_tagged("application"):
-        for statement in statements(document(app.inputs.get("assumeRolePolicy")) or {}):
+    creates_roles = bool(view.of_type(ROLE))
+    for group in view.of_type(NODE_GROUP):
+        if creates_roles and not view.roles_feeding([group], "nodeRoleArn"):
+            report(group, "runs its nodes as a role that is not one of this stack's")
+    for dep in view.servers:
+        if creates_roles and not view.roles_feeding([dep], "spec"):
+            report(dep, "is given a role (--assume-role-arn) that is not one of this stack's")
+
+    server_arns = [r.outputs.get("arn") for r in view.server_roles]
+    server_arn = server_arns[0] if len(server_arns) == 1 else None
+    for node in view.node_roles:
+        for policy in view.inline_policies_of(node):
+            for statement in statements(document(policy.document)):
+                _judge_assume_statement(statement, policy.source, expected, report)
+                for resource in as_list(statement.get("Resource")):
+                    if server_arn and resource != server_arn:
+                        report(
+                            policy.source,
+                            f"lets the server nodes assume {resource}, not only the kiam-server role",
+                        )
+        _judge_managed(
+            view.managed_policies_of(node),
+            expected.node_managed_policy_arns,
+            node,
+            "the server node role",
+            "beyond the EKS node policies",
+            report,
+        )
+
+    for server in view.server_roles:
+        trusted_from = server.property_dependencies.get("assumeRolePolicy", frozenset())
+        if not any(n.urn in trusted_from for n in view.node_roles):
+            report(server, "its trust policy is not built from the server node role")
+        node_arns = [n.outputs.get("arn") for n in view.node_roles]
+        for statement in statements(document(server.inputs.get("assumeRolePolicy")) or {}):
+            if not _trusts_only(statement, node_arns[0] if len(node_arns) == 1 else None):
+                report(
+                    server,
+                    f"trust admits {statement.get('Principal')!r}, not only the server node role",
+                )
+        for policy in view.inline_policies_of(server):
+            for statement in statements(document(policy.document)):
+                _judge_assume_statement(statement, policy.source, expected, report)
+        _judge_managed(
+            view.managed_policies_of(server),
+            frozenset(),
+            server,
+            "the kiam-server role",
+            "while it needs none",
+            report,
+        )
+
+    for app in expected.applications:
+        role = view.application_role(app)
+        if role is None:
+            continue  # `application-reachable` reports a missing role where the stack has roles
+        for statement in statements(document(role.inputs.get("assumeRolePolicy")) or {}):
             principal = statement.get("Principal")
             irsa = (
                 isinstance(principal, dict)
                 and set(principal) == {"Federated"}
                 and ":sub" in json.dumps(statement.get("Condition"))
             )
-            if not irsa and not _trusts_only(statement, server.outputs.get("arn")):
+            if not irsa and not _trusts_only(statement, server_arn):
                 report(
-                    app,
+                    role,
                     f"trust admits {principal!r}: application roles trust the kiam-server role (and IRSA) only",
                 )
-    allow_any = (
-        str(dig(server.inputs, "tags", ALLOW_ANY_ROLE_TAG, default="false")).lower() == "true"
-    )
-    server_arn = server.outputs.get("arn")
-    for policy in view.of_type(ROLE_POLICY):
-        role_sources = policy.property_dependencies.get("role", frozenset())
-        if not {node.urn, server.urn} & role_sources:
-            continue  # an application's own permissions are the application's business
-        policy_document = document(policy.inputs.get("policy"))
-        on_node = node.urn in role_sources
-        for statement in statements(policy_document):
-            actions = as_list(statement.get("Action"))
-            if actions != ["sts:AssumeRole"]:
-                report(policy, f"grants {actions}; kiam's roles need only sts:AssumeRole")
-            for resource in as_list(statement.get("Resource")):
-                if resource == "*" or (resource.endswith(":role/*") and not allow_any):
-                    report(policy, f"sts:AssumeRole on {resource} without allowAnyRole: true")
-                if on_node and server_arn and resource != server_arn:
-                    report(
-                        policy,
-                        f"lets the server nodes assume {resource}, not only the kiam-server role",
-                    )
+        _judge_managed(
+            view.managed_policies_of(role),
+            app.managed_policy_arns,
+            role,
+            f"application role {app.role_name}",
+            "which its settings do not list",
+            report,
+        )
+        for policy in view.inline_policies_of(role):
+            name, text = policy.name, document(policy.document)
+            if is_unknown(name) or text is None:
+                continue
+            if name not in app.inline_policies:
+                report(
+                    policy.source,
+                    f"gives application role {app.role_name} the inline policy {name!r}, which its settings do not list",
+                )
+            elif text != app.inline_policies[name]:
+                report(
+                    policy.source,
+                    f"gives application role {app.role_name} an inline policy {name!r} other than its settings give",
+                )
     return out
+
+
+def _judge_assume_statement(
+    statement: Any,
+    source: Resource,
+    expected: Any,
+    report: Callable[[Resource, str], None],
+) -> None:
+    """A statement of kiam's own roles: sts:AssumeRole only, never on every role unless asked."""
+    actions = as_list(statement.get("Action"))
+    if actions != ["sts:AssumeRole"]:
+        report(source, f"grants {actions}; kiam's roles need only sts:AssumeRole")
+    for resource in as_list(statement.get("Resource")):
+        if resource == "*" or (resource.endswith(":role/*") and not expected.allow_any_role):
+            report(source, f"sts:AssumeRole on {resource} without allowAnyRole: true")
+
+
+def _judge_managed(
+    policies: list[ManagedPolicy],
+    allowed: frozenset[str],
+    role: Resource,
+    whose: str,
+    why_not: str,
+    report: Callable[[Resource, str], None],
+) -> None:
+    """Exactly the allowed managed policies: each other one is reported where it is granted,
+    each missing one on the role (where every grant is known)."""
+    arns = [p.arn for p in policies]
+    for policy in policies:
+        if not is_unknown(policy.arn) and policy.arn not in allowed:
+            report(policy.source, f"gives {whose} the managed policy {policy.arn}, {why_not}")
+    if not any(is_unknown(a) for a in arns):
+        for missing in sorted(allowed - set(arns)):
+            report(role, f"{whose} lacks the managed policy {missing}")
 
 
 def _trusts_only(statement: Any, role_arn: str | None) -> bool:
@@ -456,10 +540,7 @@ def container_privileges(view: KiamView) -> list[Violation]:
 def presence(view: KiamView) -> list[Violation]:
     """The parts every other check judges must exist, or the others would pass vacuously."""
     # While a running install's agents serve (migration phase `servers`), the stack has none.
-    external_agents = any(
-        dig(d.inputs, "metadata", "annotations", AGENTS_ANNOTATION) == "external"
-        for d in view.servers
-    )
+    own_agents = view.expected.own_agents
     missing = [
         what
         for what, found in (
@@ -472,7 +553,7 @@ def presence(view: KiamView) -> list[Violation]:
     return [
         Violation("presence", "stack", f"no kiam {what} found")
         for what in missing
-        if not (what == "agent DaemonSet" and external_agents)
+        if what != "agent DaemonSet" or own_agents
     ]
 
 
@@ -493,7 +574,12 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def check_all(resources: Sequence[Resource]) -> list[Violation]:
-    """Every violation of every check, sorted so reports are stable."""
-    view = KiamView(resources)
+def check_all(resources: Sequence[Resource], expected: Expected | None = None) -> list[Violation]:
+    """Every violation of every check, judged against what the stack asked for, sorted so
+    reports are stable.
+
+    Without `expected`, the expectations of the stack whose program the Pulumi runtime just ran
+    (`Expected.of_running_stack`): right for a caller that judges the run it made (the offline
+    plan), wrong for one that judges resources recorded earlier, which must pass them."""
+    view = KiamView(resources, expected if expected is not None else Expected.of_running_stack())
     return sorted(v for check in CHECKS.values() for v in check(view))

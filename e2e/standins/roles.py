@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components import policies
+from contracts import iam as aws_iam
 from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
@@ -31,10 +32,10 @@ class ComputedRoles:
         partition, account = cluster.partition, cluster.account_id
         paths = [policies.application_path(iam, app) for app in settings.applications.values()]
         return cls(
-            node_role_arn=policies.role_arn(
+            node_role_arn=aws_iam.role_arn(
                 partition, account, iam.kiam_role_path, f"{name}-server-node"
             ),
-            server_role_arn=policies.role_arn(
+            server_role_arn=aws_iam.role_arn(
                 partition, account, iam.kiam_role_path, f"{name}-server"
             ),
             role_base_arn=policies.role_base_arn(partition, account, iam),
@@ -57,7 +58,7 @@ class ComputedApplicationRole:
         cls, app: ApplicationSettings, settings: StackSettings, role_base_arn: str
     ) -> ComputedApplicationRole:
         cluster = settings.cluster
-        arn = policies.role_arn(
+        arn = aws_iam.role_arn(
             cluster.partition,
             cluster.account_id,
             policies.application_path(settings.iam, app),

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from contracts.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
-from contracts.tokens import CERT_REQUEST, CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
+from contracts.tokens import CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
 from invariants.applications import application_reachable
 from invariants.expected import Expected
 from invariants.iam_documents import as_list, document, statements
@@ -168,13 +168,16 @@ def server_service(view: KiamView) -> list[Violation]:
 
 
 def server_certificate(view: KiamView) -> list[Violation]:
-    """4. The server certificate names the host agents dial (judged on the pulumi-tls certificate request)."""
-    sans = [
-        dig(c.inputs, "dnsNames", default=[]) or []
-        for c in view.of_type(CERT_REQUEST)
-        if dig(c.inputs, "subject", "commonName") == "kiam-server"
-    ]
-    out = []
+    """4. The certificate the servers mount names the host agents dial (judged on the certificate request it is signed from, else on the certificate itself).
+
+    Whatever issues it: where the stack issues it (pulumi-tls), its request is known at every
+    preview; a certificate issued outside the stack (the real-engine suite's local CA) is read
+    from the Secret itself. Not judged while a certificate is unknown.
+    """
+    sans = view.server_certificate_names()
+    out: list[Violation] = []
+    if any(is_unknown(names) for names in sans):
+        return out
     for agent in view.agents:
         host, _ = view.dialed_service(agent)
         if host is not None and not any(host in names for names in sans):

@@ -13,8 +13,10 @@ from contracts.labels import (
     PERMITTED_ANNOTATION,
 )
 from contracts.tokens import (
+    CERT_REQUEST,
     DAEMON_SET,
     DEPLOYMENT,
+    LOCALLY_SIGNED_CERT,
     NAMESPACE,
     NAMESPACE_PATCH,
     NODE,
@@ -23,9 +25,11 @@ from contracts.tokens import (
     ROLE,
     ROLE_POLICY,
     ROLE_POLICY_ATTACHMENT,
+    SECRET,
     SERVICE,
     STACK,
 )
+from invariants import x509
 from invariants.expected import Expected, ExpectedApplication, MissingExpectationsError
 from invariants.model import UNKNOWN, Resource, by_type, dig, is_unknown
 
@@ -173,6 +177,35 @@ class KiamView:
                 else [ManagedPolicy(role, arn) for arn in own]
             ),
         ]
+
+    def server_certificate_names(self) -> list[Any]:
+        """The DNS names of each certificate the servers mount (`UNKNOWN` where not known yet):
+        those of the certificate request it is signed from, where the stack issues it with
+        pulumi-tls (the Secret's data comes from a signed certificate whose request is one of
+        the stack's), else those the certificate in the Secret carries."""
+        found: list[Any] = []
+        for dep in self.servers:
+            for volume in pod_spec(dep).get("volumes") or []:
+                secret = self.by_name(SECRET, dig(volume, "secret", "secretName"))
+                if secret is None:
+                    continue
+                signed = secret.property_dependencies.get("stringData", frozenset())
+                behind = {
+                    u
+                    for c in self.of_type(LOCALLY_SIGNED_CERT)
+                    if c.urn in signed
+                    for u in c.property_dependencies.get("certRequestPem", frozenset())
+                }
+                requests = [r for r in self.of_type(CERT_REQUEST) if r.urn in behind]
+                if requests:
+                    found += [dig(r.inputs, "dnsNames", default=[]) or [] for r in requests]
+                    continue
+                pem = dig(secret.inputs, "stringData", "tls.crt")
+                if is_unknown(pem):
+                    found.append(UNKNOWN)
+                elif isinstance(pem, str):
+                    found.append(x509.dns_names(pem) or [])
+        return found
 
     @cached_property
     def stack_outputs(self) -> Any:

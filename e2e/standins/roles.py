@@ -1,5 +1,9 @@
 """IAM stand-ins: the ARNs and annotations the IAM components would export, computed from the
-settings by the same pure functions the components use."""
+settings by the same pure functions the components use.
+
+They create no IAM resource, so the IAM guarantees have no role of the stack to judge; they still
+follow each application from its settings (its role's ARN as IAM writes it) to the server's flags
+and the namespace annotation (`application-reachable`)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ Sources (each spelled out by `tests/test_contracts_iam.py`):
 from __future__ import annotations
 
 # The AWS managed policies every EKS worker node needs; the program attaches exactly these to the
-# server nodes' role, and guarantee 7 allows the node role exactly these.
+# server nodes' role, and guarantee 8 allows the node role exactly these.
 EKS_NODE_MANAGED_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEKS_CNI_Policy",

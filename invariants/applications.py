@@ -1,4 +1,4 @@
-"""11. Every application role can really be assumed through kiam: the pieces the other checks judge
+"""12. Every application role can really be assumed through kiam: the pieces the other checks judge
 one by one (server permission, pod annotation, namespace regexp, trust) fit together per
 application, the way IAM and kiam v4.2 themselves decide (`invariants.kiam_rules`)."""
 
@@ -41,7 +41,7 @@ class _Server:
 
 
 def application_reachable(view: KiamView) -> list[Violation]:
-    """11. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role (judged on the aws:iam roles).
+    """12. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role (judged on the aws:iam roles).
 
     As IAM and kiam decide each (`invariants.kiam_rules`); with IRSA the role also trusts
     exactly its one service account, and without, no web identity at all. The applications are

@@ -1,4 +1,6 @@
-"""The eleven guarantees. Each check returns violations; unknown values (preview) are never judged."""
+"""The twelve guarantees, numbered in the order `CHECKS` runs them, after `presence`, which runs
+first and is no guarantee of its own: it makes sure the parts the others judge exist, so none of
+them passes vacuously. Each check returns violations; unknown values (preview) are never judged."""
 
 from __future__ import annotations
 
@@ -168,7 +170,7 @@ def server_service(view: KiamView) -> list[Violation]:
 
 
 def server_certificate(view: KiamView) -> list[Violation]:
-    """4. The certificate the servers mount names the host agents dial (judged on the certificate request it is signed from, else on the certificate itself).
+    """5. The certificate the servers mount names the host agents dial (judged on the certificate request it is signed from, else on the certificate itself).
 
     Whatever issues it: where the stack issues it (pulumi-tls), its request is known at every
     preview; a certificate issued outside the stack (the real-engine suite's local CA) is read
@@ -192,7 +194,7 @@ def server_certificate(view: KiamView) -> list[Violation]:
 
 
 def agent_placement(view: KiamView) -> list[Violation]:
-    """5. Agents can never land on server nodes: no toleration of their taint, affinity excluding them."""
+    """6. Agents can never land on server nodes: no toleration of their taint, affinity excluding them."""
     out = []
     for agent in view.agents:
         spec = pod_spec(agent)
@@ -242,7 +244,7 @@ def _term_excludes(term: Any, key: str, value: str) -> bool:
 
 
 def server_args(view: KiamView) -> list[Violation]:
-    """6. Server flags: assume-role and role-base ARNs, sessions within (15m, 60m] and refresh below, metrics."""
+    """7. Server flags: assume-role and role-base ARNs, sessions within (15m, 60m] and refresh below, metrics."""
     out = []
     for dep in view.servers:
         args = dig(container(dep, SERVER_CONTAINER), "args")
@@ -273,7 +275,7 @@ def server_args(view: KiamView) -> list[Violation]:
 
 
 def iam_least_privilege(view: KiamView) -> list[Violation]:
-    """7. kiam's roles get only what each needs, by every way a role gets permissions: inline policies, attachments, the roles' own arguments (judged on the aws:iam resources).
+    """8. kiam's roles get only what each needs, by every way a role gets permissions: inline policies, attachments, the roles' own arguments (judged on the aws:iam resources).
 
     The node role: EKS's node policies, and assuming the kiam-server role, which only it may
     assume. The server role: assuming the application roles, nothing managed. Each application
@@ -432,7 +434,7 @@ def _trusts_only(statement: Any, role_arn: str | None) -> bool:
 
 
 def node_group_replacement(view: KiamView) -> list[Violation]:
-    """8. The group can be replaced create-first, and the servers follow its name and are awaited."""
+    """9. The group can be replaced create-first, and the servers follow its name and are awaited."""
     out = []
     for group in view.node_groups:
         if group.inputs.get("nodeGroupName"):
@@ -475,7 +477,7 @@ def node_group_replacement(view: KiamView) -> list[Violation]:
 
 
 def ordering(view: KiamView) -> list[Violation]:
-    """9. Agents wait for the server Deployment; servers for their TLS Secret, RBAC and Service."""
+    """10. Agents wait for the server Deployment; servers for their TLS Secret, RBAC and Service."""
     out = []
     server_urns = {d.urn for d in view.servers}
     for agent in view.agents:
@@ -508,7 +510,7 @@ def ordering(view: KiamView) -> list[Violation]:
 
 
 def container_privileges(view: KiamView) -> list[Violation]:
-    """10. Least privilege: no escalation, all capabilities dropped but the agent's two, read-only root, requests."""
+    """11. Least privilege: no escalation, all capabilities dropped but the agent's two, read-only root, requests."""
     out = []
     for workload, name, allowed in [
         *((d, SERVER_CONTAINER, NO_CAPABILITIES) for d in view.servers),
@@ -560,6 +562,7 @@ def presence(view: KiamView) -> list[Violation]:
     ]
 
 
+# The order is the numbering: docstrings, README and docs cite the guarantees by these numbers.
 CHECKS: dict[str, Check] = {
     "presence": presence,
     "server-anti-affinity": server_anti_affinity,

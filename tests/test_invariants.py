@@ -258,7 +258,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "4 agent dials a name the certificate lacks",
+        "5 agent dials a name the certificate lacks",
         lambda rs: mutate(
             rs,
             "tls:index/certRequest:CertRequest",
@@ -274,7 +274,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "5 agent tolerates the server taint",
+        "6 agent tolerates the server taint",
         lambda rs: mutate(
             rs,
             DAEMON_SET,
@@ -289,7 +289,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "5 agent without node affinity",
+        "6 agent without node affinity",
         lambda rs: mutate(rs, DAEMON_SET, lambda i: pod(i).pop("affinity")),
         lambda rs: [
             (
@@ -300,14 +300,14 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "6 no assume-role ARN",
+        "7 no assume-role ARN",
         lambda rs: mutate(rs, DEPLOYMENT, without_flag("--assume-role-arn")),
         lambda rs: [
             ("server-args", urn(rs, DEPLOYMENT), "needs exactly one non-empty --assume-role-arn")
         ],
     ),
     (
-        "6 no metrics address",
+        "7 no metrics address",
         lambda rs: mutate(rs, DEPLOYMENT, without_flag("--prometheus-listen-addr")),
         lambda rs: [
             (
@@ -318,7 +318,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "6 session of 15m",
+        "7 session of 15m",
         lambda rs: mutate(rs, DEPLOYMENT, replace_flag("--session-duration", "15m")),
         lambda rs: [
             (
@@ -329,7 +329,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "6 refresh not below duration",
+        "7 refresh not below duration",
         lambda rs: mutate(rs, DEPLOYMENT, replace_flag("--session-refresh", "1h")),
         lambda rs: [
             (
@@ -340,7 +340,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 server role may assume any role",
+        "8 server role may assume any role",
         lambda rs: mutate(
             rs,
             "aws:iam/rolePolicy:RolePolicy",
@@ -356,7 +356,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 node role may assume more than the server role",
+        "8 node role may assume more than the server role",
         lambda rs: mutate(
             rs,
             "aws:iam/rolePolicy:RolePolicy",
@@ -384,7 +384,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 wildcard action",
+        "8 wildcard action",
         lambda rs: mutate(
             rs,
             "aws:iam/rolePolicy:RolePolicy",
@@ -400,7 +400,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 server role trusts the whole account",
+        "8 server role trusts the whole account",
         lambda rs: mutate(
             rs,
             "aws:iam/role:Role",
@@ -428,7 +428,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 AdministratorAccess attached to the node role",
+        "8 AdministratorAccess attached to the node role",
         lambda rs: attach(rs, "kiam-iam-server-node", ADMIN),
         lambda rs: [
             (
@@ -439,7 +439,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 AdministratorAccess attached to the server role",
+        "8 AdministratorAccess attached to the server role",
         lambda rs: attach(rs, "kiam-iam-server", ADMIN),
         lambda rs: [
             (
@@ -450,7 +450,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 AdministratorAccess attached to the server role among other roles",
+        "8 AdministratorAccess attached to the server role among other roles",
         lambda rs: attach(rs, "kiam-iam-server", ADMIN, type_=POLICY_ATTACHMENT),
         lambda rs: [
             (
@@ -461,7 +461,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 the server role's own managedPolicyArns",
+        "8 the server role's own managedPolicyArns",
         lambda rs: mutate(
             rs, ROLE_TYPE, lambda i: i.update(managedPolicyArns=[ADMIN]), name="kiam-iam-server"
         ),
@@ -474,7 +474,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 the node role's own inlinePolicies",
+        "8 the node role's own inlinePolicies",
         lambda rs: mutate(
             rs,
             ROLE_TYPE,
@@ -509,7 +509,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 the node role lacks an EKS node policy",
+        "8 the node role lacks an EKS node policy",
         lambda rs: [r for r in rs if r.name != "kiam-iam-server-node-AmazonEKS_CNI_Policy"],
         lambda rs: [
             (
@@ -521,7 +521,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 the node group runs as a role of no stack",
+        "8 the node group runs as a role of no stack",
         lambda rs: mutate(
             rs,
             "aws:eks/nodeGroup:NodeGroup",
@@ -545,7 +545,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 the servers are given a role of no stack",
+        "8 the servers are given a role of no stack",
         lambda rs: [r for r in rs if r.name != "kiam-iam-server" or r.type != ROLE_TYPE],
         lambda rs: [
             (
@@ -556,7 +556,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "8 fixed node group name",
+        "9 fixed node group name",
         lambda rs: mutate(
             rs, "aws:eks/nodeGroup:NodeGroup", lambda i: i.update(nodeGroupName="kiam")
         ),
@@ -569,7 +569,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "8 delete before replace",
+        "9 delete before replace",
         lambda rs: mutate(
             rs, "aws:eks/nodeGroup:NodeGroup", lambda i: None, delete_before_replace=True
         ),
@@ -582,7 +582,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "8 skip await",
+        "9 skip await",
         lambda rs: mutate(
             rs,
             DEPLOYMENT,
@@ -597,7 +597,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "8 Deployment does not follow the node group",
+        "9 Deployment does not follow the node group",
         lambda rs: mutate(
             rs,
             DEPLOYMENT,
@@ -616,14 +616,14 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "9 agents do not wait for servers",
+        "10 agents do not wait for servers",
         lambda rs: mutate(rs, DAEMON_SET, lambda i: None, dependencies=frozenset()),
         lambda rs: [
             ("ordering", urn(rs, DAEMON_SET), "is not created after the server Deployment is Ready")
         ],
     ),
     (
-        "9 servers do not wait for RBAC",
+        "10 servers do not wait for RBAC",
         lambda rs: mutate(
             rs,
             DEPLOYMENT,
@@ -634,7 +634,7 @@ CASES: list[Case] = [
         lambda rs: [("ordering", urn(rs, DEPLOYMENT), "does not wait for its ClusterRoleBinding")],
     ),
     (
-        "10 server escalates and adds a capability",
+        "11 server escalates and adds a capability",
         lambda rs: mutate(
             rs,
             DEPLOYMENT,
@@ -660,7 +660,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "10 agent privileged without requests",
+        "11 agent privileged without requests",
         lambda rs: mutate(
             rs,
             DAEMON_SET,
@@ -723,7 +723,7 @@ def test_unknown_values_are_not_judged(resources: list[Resource]) -> None:
     assert {v.id for v in check_all(broken, BASE_EXPECTED)} == {"server-args"}
 
 
-# 11. Applications: one at the base path, one with its own path and IRSA, under a name prefix
+# 12. Applications: one at the base path, one with its own path and IRSA, under a name prefix
 # (the issue #11 scenario). Each case below breaks one link between the pieces.
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
@@ -791,7 +791,7 @@ def without_resource(rs: list[Resource], type_: str, name: str) -> list[Resource
 REACHABLE = "application-reachable"
 APP_CASES: list[Case] = [
     (
-        "11 the server's pattern misses a sub-path (issue 11, reason 1)",
+        "12 the server's pattern misses a sub-path (issue 11, reason 1)",
         lambda rs: mutate(
             rs,
             ROLE_POLICY,
@@ -807,7 +807,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 the pod annotation is the bare role name (issue 11, reason 2)",
+        "12 the pod annotation is the bare role name (issue 11, reason 2)",
         lambda rs: mutate(
             rs,
             STACK,
@@ -825,7 +825,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 the namespace permits the role name, which kiam never matches",
+        "12 the namespace permits the role name, which kiam never matches",
         lambda rs: mutate(rs, PATCH, set_permitted("app-billing"), name="kiam-permissions-billing"),
         lambda rs: [
             (
@@ -836,7 +836,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 kiam anchors only the ends of an alternation",
+        "12 kiam anchors only the ends of an alternation",
         lambda rs: mutate(
             rs,
             PATCH,
@@ -853,7 +853,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 without strict matching an unanchored regexp admits another namespace's role",
+        "12 without strict matching an unanchored regexp admits another namespace's role",
         lambda rs: mutate(
             mutate(rs, PATCH, set_permitted("kiam-apps/"), name="kiam-permissions-billing"),
             DEPLOYMENT,
@@ -869,7 +869,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 a regexp Go's RE2 does not compile",
+        "12 a regexp Go's RE2 does not compile",
         lambda rs: mutate(
             rs, PATCH, set_permitted("^(?=arn:).*app-billing$"), name="kiam-permissions-billing"
         ),
@@ -883,7 +883,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 no namespace annotation for an application",
+        "12 no namespace annotation for an application",
         lambda rs: without_resource(rs, PATCH, "kiam-permissions-search"),
         lambda rs: [
             (
@@ -894,7 +894,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 the role trusts IRSA but not the kiam-server role",
+        "12 the role trusts IRSA but not the kiam-server role",
         lambda rs: mutate(rs, ROLE, set_trust(lambda st: st[1:]), name="kiam-app-search"),
         lambda rs: [
             (
@@ -905,7 +905,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 IRSA trusts every service account of the namespace",
+        "12 IRSA trusts every service account of the namespace",
         lambda rs: mutate(
             rs,
             ROLE,
@@ -934,7 +934,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 a role without IRSA trusts a web identity",
+        "12 a role without IRSA trusts a web identity",
         lambda rs: mutate(
             rs,
             ROLE,
@@ -957,7 +957,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "7 a managed policy on an application role its settings do not list",
+        "8 a managed policy on an application role its settings do not list",
         lambda rs: attach(rs, "kiam-app-billing", ADMIN),
         lambda rs: [
             (
@@ -969,7 +969,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "7 an inline policy on an application role its settings do not list",
+        "8 an inline policy on an application role its settings do not list",
         lambda rs: mutate(
             rs,
             ROLE_TYPE,
@@ -995,7 +995,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 an application's role is not the one its settings name",
+        "12 an application's role is not the one its settings name",
         lambda rs: mutate(
             rs, ROLE, lambda i: i.update(name="app-billing-old"), name="kiam-app-billing"
         ),
@@ -1293,3 +1293,16 @@ def test_the_stand_in_nodes_taint_is_the_groups_not_kubernetes_condition_taints(
     assert view.server_taints() == [
         {"key": "dedicated", "value": "kiam-server", "effect": "NoSchedule"}
     ]
+
+
+def test_the_guarantees_are_numbered_as_checks_runs_them() -> None:
+    """The numbers the docstrings (and so the pack's descriptions), the README and docs cite:
+    `presence` first and unnumbered, then 1 to 12 in the order `CHECKS` runs them."""
+    from invariants import CHECKS
+
+    ids = list(CHECKS)
+    assert ids[0] == "presence"
+    assert [(CHECKS[i].__doc__ or "").split(".", 1)[0] for i in ids[1:]] == [
+        str(n) for n in range(1, len(ids))
+    ]
+    assert len(ids) == 13

@@ -141,7 +141,7 @@ def test_every_guarantee_holds_across_the_settings_space(config: dict[str, Any])
 
 
 def assert_exported_applications_are_reachable(config: dict[str, Any], recording: Any) -> None:
-    """Guarantee 11 from the outside: what the stack exports (role ARN, pod annotation, base ARN)
+    """Guarantee 12 from the outside: what the stack exports (role ARN, pod annotation, base ARN)
     fits the server's permission and the namespace regexps the way IAM and kiam decide."""
     from invariants.iam_documents import allows, statements
     from invariants.kiam_rules import granted_role, permits, resolve

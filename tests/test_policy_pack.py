@@ -307,3 +307,39 @@ def test_without_the_stacks_settings_the_guarantees_that_need_them_fail_closed(
         )
         for check in ("presence", "iam-least-privilege", "application-reachable")
     ]
+
+
+@pytest.mark.parametrize(
+    ("role", "whose", "why_not"),
+    [
+        ("kiam-iam-server-node", "the server node role", "beyond the EKS node policies"),
+        ("kiam-iam-server", "the kiam-server role", "while it needs none"),
+    ],
+)
+def test_administrator_access_on_a_kiam_role_fails_the_preview(
+    base_run: Recording, role: str, whose: str, why_not: str
+) -> None:
+    """A managed policy attached to kiam's own roles: judged at the first preview, since the
+    attachment's policy ARN is known before anything exists."""
+    admin = "arn:aws:iam::aws:policy/AdministratorAccess"
+    resources = policy_resources(base_run)
+    target = next(r for r in resources if r.resource_type == "aws:iam/role:Role" and r.name == role)
+    urn = f"urn:pulumi:test::kiam::kiam:index:Iam$aws:iam/rolePolicyAttachment:RolePolicyAttachment::{role}-admin"
+    attachment = PolicyResource(
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        unknown_checking_proxy({"role": UNKNOWN_STRING_VALUE, "policyArn": admin}),
+        urn,
+        f"{role}-admin",
+        _opts(),
+        None,
+        None,
+        [target],
+        {"role": [target]},
+    )
+    assert run_pack([*resources, attachment]) == [
+        (
+            "kiam-iam-least-privilege",
+            f"[iam-least-privilege] gives {whose} the managed policy {admin}, {why_not}",
+            urn,
+        )
+    ]

@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components import policies
-from components.policies import NAMESPACE_TAG, POD_ANNOTATION_TAG, ROLE_TAG, SERVICE_ACCOUNT_TAG
+from contracts.iam import role_arn
 from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
 
@@ -57,7 +57,7 @@ class ApplicationRole(pulumi.ComponentResource):
         # to this account. What kiam resolves the annotation to is checked against the role's
         # real ARN by the `application-reachable` guarantee.
         annotation = policies.pod_role_annotation(
-            policies.role_arn(args.partition, args.account_id, args.path, s.role_name),
+            role_arn(args.partition, args.account_id, args.path, s.role_name),
             args.role_base_arn,
         )
         trust = pulumi.Output.all(args.server_role_arn, args.oidc_issuer if irsa else None).apply(
@@ -80,12 +80,6 @@ class ApplicationRole(pulumi.ComponentResource):
             description=f"kiam application role for namespace {s.namespace}",
             assume_role_policy=trust,
             max_session_duration=3600,
-            tags={
-                ROLE_TAG: "application",
-                NAMESPACE_TAG: s.namespace,
-                POD_ANNOTATION_TAG: annotation,
-                **({SERVICE_ACCOUNT_TAG: irsa.service_account} if irsa else {}),
-            },
             opts=child,
         )
         for arn in s.managed_policy_arns:

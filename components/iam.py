@@ -10,8 +10,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components import policies
-from components.policies import ALLOW_ANY_ROLE_TAG, ROLE_TAG
 from contracts import names
+from contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn
 from settings.cluster import ClusterSettings
 from settings.iam import IamSettings
 
@@ -61,8 +61,6 @@ class KiamIam(pulumi.ComponentResource):
             path=args.iam.kiam_role_path,
             description=f"kiam server nodes of EKS cluster {args.cluster.name}",
             assume_role_policy=json.dumps(policies.ec2_trust_policy()),
-            # Tags name each role's part in the chain, so policy checks find it whatever its name.
-            tags={ROLE_TAG: "server-node"},
             opts=child,
         )
         # Keyed by policy name, not position: reordering the list never replaces an attachment.
@@ -70,10 +68,10 @@ class KiamIam(pulumi.ComponentResource):
             aws.iam.RolePolicyAttachment(
                 f"{node_role}-{policy}",
                 role=self.node_role.name,
-                policy_arn=policies.managed_policy_arn(partition, policy),
+                policy_arn=managed_policy_arn(partition, policy),
                 opts=child,
             )
-            for policy in policies.NODE_MANAGED_POLICIES
+            for policy in EKS_NODE_MANAGED_POLICIES
         ]
         self.server_role = aws.iam.Role(
             server_role,
@@ -84,7 +82,6 @@ class KiamIam(pulumi.ComponentResource):
             ),
             # Role chaining caps sessions at an hour whatever this says; keep the two aligned.
             max_session_duration=3600,
-            tags={ROLE_TAG: "server", ALLOW_ANY_ROLE_TAG: str(args.iam.allow_any_role).lower()},
             opts=child,
         )
         aws.iam.RolePolicy(

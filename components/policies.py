@@ -5,47 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+# Both stay importable from here for the settings check and the stand-ins that reach for them.
+from contracts.iam import pod_role_annotation as pod_role_annotation
+from contracts.iam import role_arn as role_arn
 from settings.applications import ApplicationSettings
 from settings.iam import IamSettings
 
 PolicyDocument = dict[str, Any]
 
-# Tags name each kiam role's part in the chain, so policy checks find it whatever its name.
-ROLE_TAG = "kiam:role"
-ALLOW_ANY_ROLE_TAG = "kiam:allow-any-role"
-# On each application role: who may use it and how, so the checks can follow one application end
-# to end (role, server permission, pod annotation, namespace regexp) at every gate, even where
-# the stack's outputs are out of sight (the policy pack).
-NAMESPACE_TAG = "kiam:namespace"
-POD_ANNOTATION_TAG = "kiam:pod-annotation"
-SERVICE_ACCOUNT_TAG = "kiam:service-account"
-
-# AWS managed policies every EKS worker node needs, keyed by the name used for the attachment.
-NODE_MANAGED_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryReadOnly",
-)
-
-
-def managed_policy_arn(partition: str, policy: str) -> str:
-    """ARN of an AWS managed policy."""
-    return f"arn:{partition}:iam::aws:policy/{policy}"
-
 
 def role_base_arn(partition: str, account_id: str, iam: IamSettings) -> str:
     """kiam's `--role-base-arn`: pods may annotate a bare role name under the application path."""
-    return f"arn:{partition}:iam::{account_id}:role{iam.application_role_path}"
+    return role_arn(partition, account_id, iam.application_role_path, "")
 
 
 def application_path(iam: IamSettings, application: ApplicationSettings) -> str:
     """An application role's IAM path: its own, or the configured application path."""
     return application.path or iam.application_role_path
-
-
-def role_arn(partition: str, account_id: str, path: str, name: str) -> str:
-    """The ARN IAM gives a role: its path and name are both part of it."""
-    return f"arn:{partition}:iam::{account_id}:role{path}{name}"
 
 
 def application_role_patterns(
@@ -70,17 +46,6 @@ def application_role_patterns(
         if not any(literal.startswith(known) for known in literals):
             literals.append(literal)
     return [f"{literal}*" for literal in literals]
-
-
-def pod_role_annotation(arn: str, role_base_arn: str) -> str:
-    """What a pod annotates (`iam.amazonaws.com/role`) so that kiam resolves it to `arn`.
-
-    kiam v4.2 (`pkg/aws/sts/arn_resolver.go`) keeps an annotation starting with `arn:` as it is,
-    and otherwise prefixes `--role-base-arn` to it (after dropping one leading `/`). A role below
-    the base therefore goes by its path relative to the base (`team-a/billing-api`), which stays
-    the same in every account; any other role by its full ARN.
-    """
-    return arn[len(role_base_arn) :] if arn.startswith(role_base_arn) else arn
 
 
 def ec2_trust_policy() -> PolicyDocument:

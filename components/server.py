@@ -172,13 +172,6 @@ class KiamServer(pulumi.ComponentResource):
             metadata={
                 **metadata(names.SERVER_NAME),
                 "labels": workload_labels,
-                # Read by the invariant checks: while a running install's agents are still in
-                # service (migration phase `servers`), this stack deploys none of its own.
-                **(
-                    {}
-                    if args.create_service
-                    else {"annotations": {labels.AGENTS_ANNOTATION: "external"}}
-                ),
             },
             spec={
                 "replicas": s.replicas,

@@ -11,8 +11,6 @@ HOSTNAME_TOPOLOGY = "kubernetes.io/hostname"
 ZONE_TOPOLOGY = "topology.kubernetes.io/zone"
 # EKS puts this label on every node of a managed node group; its value is the group's name.
 NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
-# On the server Deployment while a running install's agents are still the ones in service.
-AGENTS_ANNOTATION = "kiam.pulumi.io/agents"
 # kiam's pod annotation (a role name, a path relative to --role-base-arn, or an ARN), its
 # namespace annotation (a regexp of the role ARNs the namespace's pods may assume), and IRSA's
 # service-account annotation (a role ARN).

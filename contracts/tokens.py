@@ -16,7 +16,11 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+# Attaches a managed policy to any number of roles, users and groups at once.
+POLICY_ATTACHMENT = "aws:iam/policyAttachment:PolicyAttachment"
 PRIVATE_KEY = "tls:index/privateKey:PrivateKey"
 CERT_REQUEST = "tls:index/certRequest:CertRequest"
 SELF_SIGNED_CERT = "tls:index/selfSignedCert:SelfSignedCert"
 LOCALLY_SIGNED_CERT = "tls:index/locallySignedCert:LocallySignedCert"
+# The root resource; its outputs are the stack outputs.
+STACK = "pulumi:pulumi:Stack"

@@ -1,4 +1,4 @@
-"""11. Every application role can really be assumed through kiam: the pieces the other checks judge
+"""12. Every application role can really be assumed through kiam: the pieces the other checks judge
 one by one (server permission, pod annotation, namespace regexp, trust) fit together per
 application, the way IAM and kiam v4.2 themselves decide (`contracts.kiam`)."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.policies import NAMESPACE_TAG, POD_ANNOTATION_TAG, SERVICE_ACCOUNT_TAG
 from contracts import kiam
 from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
+from contracts.tokens import ROLE
+from invariants.expected import ExpectedApplication
 from invariants.iam_documents import allows, as_list, document, known_arn, statements
 from invariants.model import Resource, Violation, dig, is_unknown
 from invariants.view import SERVER_CONTAINER, KiamView, container, flag_values
@@ -19,12 +20,18 @@ CHECK_ID = "application-reachable"
 
 @dataclass(frozen=True)
 class _Application:
-    role: Resource
-    namespace: str
-    annotation: str
-    service_account: str | None
+    settings: ExpectedApplication
+    role: Resource | None
+    """The role of this stack; None where the cloud side's roles live outside the stack."""
+    annotation: str | None
+    """The pod annotation the stack tells pod authors (its `applications` output); None where
+    the gate does not hand over the outputs or the value is not known yet."""
     arn: str | None
     """The role's ARN; None where it is unknown and cannot be derived (see `_role_arn`)."""
+
+    @property
+    def namespace(self) -> str:
+        return self.settings.namespace
 
 
 @dataclass(frozen=True)
@@ -34,50 +41,58 @@ class _Server:
 
 
 def application_reachable(view: KiamView) -> list[Violation]:
-    """11. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role (judged on the aws:iam roles).
+    """12. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role (judged on the aws:iam roles).
 
     As IAM and kiam decide each (`contracts.kiam`); with IRSA the role also trusts
-    exactly its one service account, and without, no web identity at all.
+    exactly its one service account, and without, no web identity at all. The applications are
+    the ones the settings ask for; each is followed by the role its settings name, and by the pod
+    annotation the stack's `applications` output tells pod authors to use.
     """
     out: set[Violation] = set()
-    server_roles = view.roles_tagged("server")
+    server_roles = view.server_roles
     # Without exactly one server role, `iam-least-privilege` reports the stack already.
     server_role = server_roles[0] if len(server_roles) == 1 else None
     server_arn = known_arn(server_role) if server_role else None
+    creates_roles = bool(view.of_type(ROLE))
+    outputs = view.stack_outputs.get("applications") if view.stack_outputs else None
     apps: list[_Application] = []
-    for role in view.roles_tagged("application"):
-        tags = dig(role.inputs, "tags", default={}) or {}
-        namespace, annotation = tags.get(NAMESPACE_TAG), tags.get(POD_ANNOTATION_TAG)
-        if not isinstance(namespace, str) or not isinstance(annotation, str):
+    for expected in view.expected.applications:
+        role = view.application_role(expected)
+        if role is None and creates_roles:
             out.add(
                 Violation(
                     CHECK_ID,
-                    role.urn,
-                    f"has no {NAMESPACE_TAG} and {POD_ANNOTATION_TAG} tags to follow it by",
+                    "stack",
+                    f"application {expected.name}: no role {expected.role_name} at path "
+                    f"{expected.path} in this stack",
                 )
             )
             continue
-        account = tags.get(SERVICE_ACCOUNT_TAG)
+        annotation = dig(outputs, expected.name, "podAnnotation", ROLE_ANNOTATION)
         apps.append(
             _Application(
+                expected,
                 role,
-                namespace,
-                annotation,
-                account if isinstance(account, str) else None,
-                _role_arn(role, server_arn),
+                annotation if isinstance(annotation, str) else None,
+                # Where the roles live outside the stack, IAM's ARN format gives theirs.
+                _role_arn(role, server_arn) if role is not None else expected.arn,
             )
         )
     servers = _servers(view)
     assume = _server_statements(view, server_role)
     for app in apps:
+        where = app.role.urn if app.role is not None else "stack"
 
-        def report(reason: str, app: _Application = app) -> None:
-            out.add(Violation(CHECK_ID, app.role.urn, reason))
+        def report(reason: str, app: _Application = app, where: str = where) -> None:
+            prefix = "" if app.role is not None else f"application {app.settings.name}: "
+            out.add(Violation(CHECK_ID, where, prefix + reason))
 
         if app.arn is not None:
             if assume is not None and not allows(assume, "sts:AssumeRole", app.arn):
                 report(f"the kiam-server role's policy does not allow sts:AssumeRole on {app.arn}")
             for server in servers:
+                if app.annotation is None:
+                    break
                 resolved = kiam.resolve(app.annotation, server.role_base_arn)
                 if resolved != app.arn:
                     report(
@@ -87,8 +102,9 @@ def application_reachable(view: KiamView) -> list[Violation]:
                     )
             for reason in _namespace_problems(view, app, app.arn, apps, servers):
                 report(reason)
-        for reason in _trust_problems(app, server_arn):
-            report(reason)
+        if app.role is not None:
+            for reason in _trust_problems(app, app.role, server_arn):
+                report(reason)
     return sorted(out)
 
 
@@ -122,12 +138,13 @@ def _servers(view: KiamView) -> list[_Server]:
 
 
 def _server_statements(view: KiamView, server_role: Resource | None) -> list[Any] | None:
-    """Every statement of the server role's inline policies; None while one is unknown."""
+    """Every statement of the server role's inline policies; None while one is unknown, or where
+    the cloud side's roles live outside the stack (nothing of them to read)."""
     if server_role is None:
-        return []
+        return [] if view.of_type(ROLE) else None
     found: list[Any] = []
     for policy in view.inline_policies_of(server_role):
-        parsed = document(policy.inputs.get("policy"))
+        parsed = document(policy.document)
         if parsed is None:
             return None
         found += statements(parsed)
@@ -170,10 +187,10 @@ def _namespace_problems(
     return problems
 
 
-def _trust_problems(app: _Application, server_arn: str | None) -> list[str]:
+def _trust_problems(app: _Application, role: Resource, server_arn: str | None) -> list[str]:
     """The role trusts the kiam-server role, and through IRSA exactly its one service account
     (or nobody, without one). Judged where the trust policy and the server's ARN are known."""
-    trust = document(app.role.inputs.get("assumeRolePolicy"))
+    trust = document(role.inputs.get("assumeRolePolicy"))
     if trust is None or server_arn is None:
         return []
     problems = []
@@ -190,13 +207,14 @@ def _trust_problems(app: _Application, server_arn: str | None) -> list[str]:
     federated = [
         s for s in trusted if isinstance(s, dict) and "Federated" in (s.get("Principal") or {})
     ]
-    if app.service_account is None:
+    service_account = app.settings.service_account
+    if service_account is None:
         if federated:
             problems.append("trusts web identities (IRSA) but has no service account to trust")
     elif len(federated) != 1 or not _exactly_service_account(
-        federated[0], app.namespace, app.service_account
+        federated[0], app.namespace, service_account
     ):
-        subject = f"system:serviceaccount:{app.namespace}:{app.service_account}"
+        subject = f"system:serviceaccount:{app.namespace}:{service_account}"
         problems.append(f"does not trust exactly {subject} through IRSA")
     return problems
 

@@ -1,4 +1,6 @@
-"""The eleven guarantees. Each check returns violations; unknown values (preview) are never judged."""
+"""The twelve guarantees, numbered in the order `CHECKS` runs them, after `presence`, which runs
+first and is no guarantee of its own: it makes sure the parts the others judge exist, so none of
+them passes vacuously. Each check returns violations; unknown values (preview) are never judged."""
 
 from __future__ import annotations
 
@@ -6,16 +8,17 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from components.policies import ALLOW_ANY_ROLE_TAG
-from contracts.labels import AGENTS_ANNOTATION, HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
-from contracts.tokens import CERT_REQUEST, CLUSTER_ROLE_BINDING, PDB, ROLE_POLICY, SECRET
+from contracts.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
+from contracts.tokens import CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
 from invariants.applications import application_reachable
+from invariants.expected import Expected
 from invariants.iam_documents import as_list, document, statements
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match
 from invariants.view import (
     AGENT_CONTAINER,
     SERVER_CONTAINER,
     KiamView,
+    ManagedPolicy,
     container,
     flag_values,
     pod_labels,
@@ -167,13 +170,16 @@ def server_service(view: KiamView) -> list[Violation]:
 
 
 def server_certificate(view: KiamView) -> list[Violation]:
-    """4. The server certificate names the host agents dial (judged on the pulumi-tls certificate request)."""
-    sans = [
-        dig(c.inputs, "dnsNames", default=[]) or []
-        for c in view.of_type(CERT_REQUEST)
-        if dig(c.inputs, "subject", "commonName") == "kiam-server"
-    ]
-    out = []
+    """5. The certificate the servers mount names the host agents dial (judged on the certificate request it is signed from, else on the certificate itself).
+
+    Whatever issues it: where the stack issues it (pulumi-tls), its request is known at every
+    preview; a certificate issued outside the stack (the real-engine suite's local CA) is read
+    from the Secret itself. Not judged while a certificate is unknown.
+    """
+    sans = view.server_certificate_names()
+    out: list[Violation] = []
+    if any(is_unknown(names) for names in sans):
+        return out
     for agent in view.agents:
         host, _ = view.dialed_service(agent)
         if host is not None and not any(host in names for names in sans):
@@ -188,7 +194,7 @@ def server_certificate(view: KiamView) -> list[Violation]:
 
 
 def agent_placement(view: KiamView) -> list[Violation]:
-    """5. Agents can never land on server nodes: no toleration of their taint, affinity excluding them."""
+    """6. Agents can never land on server nodes: no toleration of their taint, affinity excluding them."""
     out = []
     for agent in view.agents:
         spec = pod_spec(agent)
@@ -238,7 +244,7 @@ def _term_excludes(term: Any, key: str, value: str) -> bool:
 
 
 def server_args(view: KiamView) -> list[Violation]:
-    """6. Server flags: assume-role and role-base ARNs, sessions within (15m, 60m] and refresh below, metrics."""
+    """7. Server flags: assume-role and role-base ARNs, sessions within (15m, 60m] and refresh below, metrics."""
     out = []
     for dep in view.servers:
         args = dig(container(dep, SERVER_CONTAINER), "args")
@@ -269,67 +275,150 @@ def server_args(view: KiamView) -> list[Violation]:
 
 
 def iam_least_privilege(view: KiamView) -> list[Violation]:
-    """7. Only the node role may assume the server role, which may assume only application roles (judged on the aws:iam roles and policies)."""
-    node_roles = view.roles_tagged("server-node")
-    server_roles = view.roles_tagged("server")
-    if len(node_roles) != 1 or len(server_roles) != 1:
-        return [
-            Violation(
-                "iam-least-privilege",
-                "stack",
-                "expected one server-node and one server role (tag kiam:role)",
-            )
-        ]
-    node, server = node_roles[0], server_roles[0]
+    """8. kiam's roles get only what each needs, by every way a role gets permissions: inline policies, attachments, the roles' own arguments (judged on the aws:iam resources).
+
+    The node role: EKS's node policies, and assuming the kiam-server role, which only it may
+    assume. The server role: assuming the application roles, nothing managed. Each application
+    role: what its settings give, and trust in the server role (and IRSA) only.
+
+    Judged on the roles the stack creates, found by what they are: the node group's role, the
+    role the servers are given, and the roles the applications' settings name. A cloud side
+    whose roles live outside the stack (the real-engine suite's computed ARNs) creates none,
+    and so has none to judge here; but where the stack creates roles at all, a node group or a
+    server Deployment running as a role of no stack is reported, since it could not be judged.
+    """
+    expected = view.expected
     out = []
 
-    def report(resource: Resource, reason: str) -> None:
-        out.append(Violation("iam-least-privilege", resource.urn, reason))
+    def report(resource: Resource | str, reason: str) -> None:
+        urn = resource if isinstance(resource, str) else resource.urn
+        out.append(Violation("iam-least-privilege", urn, reason))
 
-    if node.urn not in server.property_dependencies.get("assumeRolePolicy", frozenset()):
-        report(server, "its trust policy is not built from the server node role")
-    for statement in statements(document(server.inputs.get("assumeRolePolicy")) or {}):
-        if not _trusts_only(statement, node.outputs.get("arn")):
-            report(
-                server,
-                f"trust admits {statement.get('Principal')!r}, not only the server node role",
-            )
-    for app in view.roles_tagged("application"):
-        for statement in statements(document(app.inputs.get("assumeRolePolicy")) or {}):
+    creates_roles = bool(view.of_type(ROLE))
+    for group in view.of_type(NODE_GROUP):
+        if creates_roles and not view.roles_feeding([group], "nodeRoleArn"):
+            report(group, "runs its nodes as a role that is not one of this stack's")
+    for dep in view.servers:
+        if creates_roles and not view.roles_feeding([dep], "spec"):
+            report(dep, "is given a role (--assume-role-arn) that is not one of this stack's")
+
+    server_arns = [r.outputs.get("arn") for r in view.server_roles]
+    server_arn = server_arns[0] if len(server_arns) == 1 else None
+    for node in view.node_roles:
+        for policy in view.inline_policies_of(node):
+            for statement in statements(document(policy.document)):
+                _judge_assume_statement(statement, policy.source, expected, report)
+                for resource in as_list(statement.get("Resource")):
+                    if server_arn and resource != server_arn:
+                        report(
+                            policy.source,
+                            f"lets the server nodes assume {resource}, not only the kiam-server role",
+                        )
+        _judge_managed(
+            view.managed_policies_of(node),
+            expected.node_managed_policy_arns,
+            node,
+            "the server node role",
+            "beyond the EKS node policies",
+            report,
+        )
+
+    for server in view.server_roles:
+        trusted_from = server.property_dependencies.get("assumeRolePolicy", frozenset())
+        if not any(n.urn in trusted_from for n in view.node_roles):
+            report(server, "its trust policy is not built from the server node role")
+        node_arns = [n.outputs.get("arn") for n in view.node_roles]
+        for statement in statements(document(server.inputs.get("assumeRolePolicy")) or {}):
+            if not _trusts_only(statement, node_arns[0] if len(node_arns) == 1 else None):
+                report(
+                    server,
+                    f"trust admits {statement.get('Principal')!r}, not only the server node role",
+                )
+        for policy in view.inline_policies_of(server):
+            for statement in statements(document(policy.document)):
+                _judge_assume_statement(statement, policy.source, expected, report)
+        _judge_managed(
+            view.managed_policies_of(server),
+            frozenset(),
+            server,
+            "the kiam-server role",
+            "while it needs none",
+            report,
+        )
+
+    for app in expected.applications:
+        role = view.application_role(app)
+        if role is None:
+            continue  # `application-reachable` reports a missing role where the stack has roles
+        for statement in statements(document(role.inputs.get("assumeRolePolicy")) or {}):
             principal = statement.get("Principal")
             irsa = (
                 isinstance(principal, dict)
                 and set(principal) == {"Federated"}
                 and ":sub" in json.dumps(statement.get("Condition"))
             )
-            if not irsa and not _trusts_only(statement, server.outputs.get("arn")):
+            if not irsa and not _trusts_only(statement, server_arn):
                 report(
-                    app,
+                    role,
                     f"trust admits {principal!r}: application roles trust the kiam-server role (and IRSA) only",
                 )
-    allow_any = (
-        str(dig(server.inputs, "tags", ALLOW_ANY_ROLE_TAG, default="false")).lower() == "true"
-    )
-    server_arn = server.outputs.get("arn")
-    for policy in view.of_type(ROLE_POLICY):
-        role_sources = policy.property_dependencies.get("role", frozenset())
-        if not {node.urn, server.urn} & role_sources:
-            continue  # an application's own permissions are the application's business
-        policy_document = document(policy.inputs.get("policy"))
-        on_node = node.urn in role_sources
-        for statement in statements(policy_document):
-            actions = as_list(statement.get("Action"))
-            if actions != ["sts:AssumeRole"]:
-                report(policy, f"grants {actions}; kiam's roles need only sts:AssumeRole")
-            for resource in as_list(statement.get("Resource")):
-                if resource == "*" or (resource.endswith(":role/*") and not allow_any):
-                    report(policy, f"sts:AssumeRole on {resource} without allowAnyRole: true")
-                if on_node and server_arn and resource != server_arn:
-                    report(
-                        policy,
-                        f"lets the server nodes assume {resource}, not only the kiam-server role",
-                    )
+        _judge_managed(
+            view.managed_policies_of(role),
+            app.managed_policy_arns,
+            role,
+            f"application role {app.role_name}",
+            "which its settings do not list",
+            report,
+        )
+        for policy in view.inline_policies_of(role):
+            name, text = policy.name, document(policy.document)
+            if is_unknown(name) or text is None:
+                continue
+            if name not in app.inline_policies:
+                report(
+                    policy.source,
+                    f"gives application role {app.role_name} the inline policy {name!r}, which its settings do not list",
+                )
+            elif text != app.inline_policies[name]:
+                report(
+                    policy.source,
+                    f"gives application role {app.role_name} an inline policy {name!r} other than its settings give",
+                )
     return out
+
+
+def _judge_assume_statement(
+    statement: Any,
+    source: Resource,
+    expected: Any,
+    report: Callable[[Resource, str], None],
+) -> None:
+    """A statement of kiam's own roles: sts:AssumeRole only, never on every role unless asked."""
+    actions = as_list(statement.get("Action"))
+    if actions != ["sts:AssumeRole"]:
+        report(source, f"grants {actions}; kiam's roles need only sts:AssumeRole")
+    for resource in as_list(statement.get("Resource")):
+        if resource == "*" or (resource.endswith(":role/*") and not expected.allow_any_role):
+            report(source, f"sts:AssumeRole on {resource} without allowAnyRole: true")
+
+
+def _judge_managed(
+    policies: list[ManagedPolicy],
+    allowed: frozenset[str],
+    role: Resource,
+    whose: str,
+    why_not: str,
+    report: Callable[[Resource, str], None],
+) -> None:
+    """Exactly the allowed managed policies: each other one is reported where it is granted,
+    each missing one on the role (where every grant is known)."""
+    arns = [p.arn for p in policies]
+    for policy in policies:
+        if not is_unknown(policy.arn) and policy.arn not in allowed:
+            report(policy.source, f"gives {whose} the managed policy {policy.arn}, {why_not}")
+    if not any(is_unknown(a) for a in arns):
+        for missing in sorted(allowed - set(arns)):
+            report(role, f"{whose} lacks the managed policy {missing}")
 
 
 def _trusts_only(statement: Any, role_arn: str | None) -> bool:
@@ -345,7 +434,7 @@ def _trusts_only(statement: Any, role_arn: str | None) -> bool:
 
 
 def node_group_replacement(view: KiamView) -> list[Violation]:
-    """8. The group can be replaced create-first, and the servers follow its name and are awaited."""
+    """9. The group can be replaced create-first, and the servers follow its name and are awaited."""
     out = []
     for group in view.node_groups:
         if group.inputs.get("nodeGroupName"):
@@ -388,7 +477,7 @@ def node_group_replacement(view: KiamView) -> list[Violation]:
 
 
 def ordering(view: KiamView) -> list[Violation]:
-    """9. Agents wait for the server Deployment; servers for their TLS Secret, RBAC and Service."""
+    """10. Agents wait for the server Deployment; servers for their TLS Secret, RBAC and Service."""
     out = []
     server_urns = {d.urn for d in view.servers}
     for agent in view.agents:
@@ -421,7 +510,7 @@ def ordering(view: KiamView) -> list[Violation]:
 
 
 def container_privileges(view: KiamView) -> list[Violation]:
-    """10. Least privilege: no escalation, all capabilities dropped but the agent's two, read-only root, requests."""
+    """11. Least privilege: no escalation, all capabilities dropped but the agent's two, read-only root, requests."""
     out = []
     for workload, name, allowed in [
         *((d, SERVER_CONTAINER, NO_CAPABILITIES) for d in view.servers),
@@ -456,10 +545,7 @@ def container_privileges(view: KiamView) -> list[Violation]:
 def presence(view: KiamView) -> list[Violation]:
     """The parts every other check judges must exist, or the others would pass vacuously."""
     # While a running install's agents serve (migration phase `servers`), the stack has none.
-    external_agents = any(
-        dig(d.inputs, "metadata", "annotations", AGENTS_ANNOTATION) == "external"
-        for d in view.servers
-    )
+    own_agents = view.expected.own_agents
     missing = [
         what
         for what, found in (
@@ -472,10 +558,11 @@ def presence(view: KiamView) -> list[Violation]:
     return [
         Violation("presence", "stack", f"no kiam {what} found")
         for what in missing
-        if not (what == "agent DaemonSet" and external_agents)
+        if what != "agent DaemonSet" or own_agents
     ]
 
 
+# The order is the numbering: docstrings, README and docs cite the guarantees by these numbers.
 CHECKS: dict[str, Check] = {
     "presence": presence,
     "server-anti-affinity": server_anti_affinity,
@@ -493,7 +580,12 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def check_all(resources: Sequence[Resource]) -> list[Violation]:
-    """Every violation of every check, sorted so reports are stable."""
-    view = KiamView(resources)
+def check_all(resources: Sequence[Resource], expected: Expected | None = None) -> list[Violation]:
+    """Every violation of every check, judged against what the stack asked for, sorted so
+    reports are stable.
+
+    Without `expected`, the expectations of the stack whose program the Pulumi runtime just ran
+    (`Expected.of_running_stack`): right for a caller that judges the run it made (the offline
+    plan), wrong for one that judges resources recorded earlier, which must pass them."""
+    view = KiamView(resources, expected if expected is not None else Expected.of_running_stack())
     return sorted(v for check in CHECKS.values() for v in check(view))

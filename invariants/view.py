@@ -3,26 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from components.policies import ROLE_TAG
 from contracts.labels import (
     EXISTING_PERMITTED_ANNOTATION,
     NODE_GROUP_LABEL,
     PERMITTED_ANNOTATION,
 )
 from contracts.tokens import (
+    CERT_REQUEST,
     DAEMON_SET,
     DEPLOYMENT,
+    LOCALLY_SIGNED_CERT,
     NAMESPACE,
     NAMESPACE_PATCH,
     NODE,
     NODE_GROUP,
+    POLICY_ATTACHMENT,
     ROLE,
     ROLE_POLICY,
+    ROLE_POLICY_ATTACHMENT,
+    SECRET,
     SERVICE,
+    STACK,
 )
+from invariants import x509
+from invariants.expected import Expected, ExpectedApplication, MissingExpectationsError
 from invariants.model import UNKNOWN, Resource, by_type, dig, is_unknown
 
 SERVER_CONTAINER, AGENT_CONTAINER = "kiam-server", "kiam-agent"
@@ -36,11 +44,40 @@ def _component(resource: Resource) -> str | None:
     return component if isinstance(component, str) else None
 
 
+@dataclass(frozen=True)
+class InlinePolicy:
+    """One inline policy of a role: a `RolePolicy`, or an entry of the role's `inlinePolicies`."""
+
+    source: Resource
+    """The resource that writes it (the `RolePolicy`, or the role itself)."""
+    name: Any
+    document: Any
+    """The policy text as registered (a JSON string, or `UNKNOWN` during a preview)."""
+
+
+@dataclass(frozen=True)
+class ManagedPolicy:
+    """One managed policy a role gets: through a `RolePolicyAttachment`, a `PolicyAttachment`
+    naming the role, or the role's own `managedPolicyArns`."""
+
+    source: Resource
+    arn: Any
+
+
 class KiamView:
     """The kiam objects of one stack, located once for every check."""
 
-    def __init__(self, resources: Sequence[Resource]) -> None:
+    def __init__(self, resources: Sequence[Resource], expected: Expected | None = None) -> None:
         self.resources = list(resources)
+        self._expected = expected
+
+    @property
+    def expected(self) -> Expected:
+        """What the stack asked for. Only whole-stack checks read it: what one resource decides
+        alone (`invariants.per_resource`) never depends on the settings."""
+        if self._expected is None:
+            raise MissingExpectationsError("judged without the stack's settings")
+        return self._expected
 
     def of_type(self, type_: str) -> list[Resource]:
         return by_type(self.resources, type_)
@@ -66,16 +103,116 @@ class KiamView:
             ),
         ]
 
-    def roles_tagged(self, value: str) -> list[Resource]:
-        return [r for r in self.of_type(ROLE) if dig(r.inputs, "tags", ROLE_TAG) == value]
+    def roles_feeding(self, resources: Sequence[Resource], prop: str) -> list[Resource]:
+        """The roles of this stack that the `prop` input of any of `resources` is built from."""
+        sources = {u for r in resources for u in r.property_dependencies.get(prop, frozenset())}
+        return [r for r in self.of_type(ROLE) if r.urn in sources]
 
-    def inline_policies_of(self, role: Resource) -> list[Resource]:
-        """The inline policies whose `role` comes from this role."""
-        return [
-            p
+    @cached_property
+    def node_roles(self) -> list[Resource]:
+        """The server nodes' role: the one each EKS node group runs its nodes as (`nodeRoleArn`)."""
+        return self.roles_feeding(self.of_type(NODE_GROUP), "nodeRoleArn")
+
+    @cached_property
+    def server_roles(self) -> list[Resource]:
+        """The kiam-server role: the one the server Deployment's spec is built from (its
+        `--assume-role-arn`, the only role ARN the servers are given)."""
+        return [r for r in self.roles_feeding(self.servers, "spec") if r not in self.node_roles]
+
+    def application_role(self, app: ExpectedApplication) -> Resource | None:
+        """The role of this stack with the name and path the application's settings give: its
+        name is fixed, being the interface pods and namespaces refer to."""
+        return next(
+            (
+                r
+                for r in self.of_type(ROLE)
+                if r.inputs.get("name") == app.role_name and r.inputs.get("path") == app.path
+            ),
+            None,
+        )
+
+    def _of_role(self, resource: Resource, prop: str, role: Resource) -> bool:
+        """Whether `resource`'s `prop` names `role`: built from it, or by its literal name."""
+        if role.urn in resource.property_dependencies.get(prop, frozenset()):
+            return True
+        names = {n for n in (role.inputs.get("name"), role.outputs.get("name")) if n}
+        value = resource.inputs.get(prop)
+        values = value if isinstance(value, list) else [value]
+        return any(isinstance(v, str) and v in names for v in values)
+
+    def inline_policies_of(self, role: Resource) -> list[InlinePolicy]:
+        """Every inline policy of a role: `RolePolicy` resources naming it, and its own
+        `inlinePolicies` argument."""
+        found = [
+            InlinePolicy(p, p.inputs.get("name"), p.inputs.get("policy"))
             for p in self.of_type(ROLE_POLICY)
-            if role.urn in p.property_dependencies.get("role", frozenset())
+            if self._of_role(p, "role", role)
         ]
+        own = role.inputs.get("inlinePolicies") or []
+        if is_unknown(own):
+            return [*found, InlinePolicy(role, UNKNOWN, UNKNOWN)]
+        return [
+            *found,
+            *(InlinePolicy(role, p.get("name"), p.get("policy")) for p in own if p.get("policy")),
+        ]
+
+    def managed_policies_of(self, role: Resource) -> list[ManagedPolicy]:
+        """Every managed policy a role gets: attached to it alone, attached to it among others,
+        and listed in its own `managedPolicyArns` argument."""
+        own = role.inputs.get("managedPolicyArns") or []
+        return [
+            *(
+                ManagedPolicy(a, a.inputs.get("policyArn"))
+                for a in self.of_type(ROLE_POLICY_ATTACHMENT)
+                if self._of_role(a, "role", role)
+            ),
+            *(
+                ManagedPolicy(a, a.inputs.get("policyArn"))
+                for a in self.of_type(POLICY_ATTACHMENT)
+                if self._of_role(a, "roles", role)
+            ),
+            *(
+                [ManagedPolicy(role, UNKNOWN)]
+                if is_unknown(own)
+                else [ManagedPolicy(role, arn) for arn in own]
+            ),
+        ]
+
+    def server_certificate_names(self) -> list[Any]:
+        """The DNS names of each certificate the servers mount (`UNKNOWN` where not known yet):
+        those of the certificate request it is signed from, where the stack issues it with
+        pulumi-tls (the Secret's data comes from a signed certificate whose request is one of
+        the stack's), else those the certificate in the Secret carries."""
+        found: list[Any] = []
+        for dep in self.servers:
+            for volume in pod_spec(dep).get("volumes") or []:
+                secret = self.by_name(SECRET, dig(volume, "secret", "secretName"))
+                if secret is None:
+                    continue
+                signed = secret.property_dependencies.get("stringData", frozenset())
+                behind = {
+                    u
+                    for c in self.of_type(LOCALLY_SIGNED_CERT)
+                    if c.urn in signed
+                    for u in c.property_dependencies.get("certRequestPem", frozenset())
+                }
+                requests = [r for r in self.of_type(CERT_REQUEST) if r.urn in behind]
+                if requests:
+                    found += [dig(r.inputs, "dnsNames", default=[]) or [] for r in requests]
+                    continue
+                pem = dig(secret.inputs, "stringData", "tls.crt")
+                if is_unknown(pem):
+                    found.append(UNKNOWN)
+                elif isinstance(pem, str):
+                    found.append(x509.dns_names(pem) or [])
+        return found
+
+    @cached_property
+    def stack_outputs(self) -> Any:
+        """The stack outputs (`pulumi.export`), where the gate hands over the root stack: what
+        the stack tells its users, such as the pod annotation of each application."""
+        stacks = self.of_type(STACK)
+        return stacks[0].inputs if len(stacks) == 1 else {}
 
     def permitted(self, namespace: str) -> list[Any]:
         """The `iam.amazonaws.com/permitted` values this stack gives a namespace (created or

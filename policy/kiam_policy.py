@@ -28,8 +28,10 @@ from pulumi_policy.proxy import (
 )
 
 from invariants import CHECKS, UNKNOWN, Resource
+from invariants.expected import Expected, MissingExpectationsError
 from invariants.per_resource import RESOURCE_LEVEL, resource_violations
 from invariants.view import KiamView
+from settings import SettingsError
 
 _SENTINELS = {
     UNKNOWN_ARCHIVE_VALUE, UNKNOWN_ARRAY_VALUE, UNKNOWN_ASSET_VALUE, UNKNOWN_BOOLEAN_VALUE,
@@ -67,11 +69,33 @@ def to_resource(resource: PolicyResource) -> Resource:
     )
 
 
+def _expected() -> tuple[Expected | None, str]:
+    """What the stack asked for, from its settings: the engine starts the pack's process with
+    the stack's config (`PULUMI_CONFIG`, secrets decrypted, as for the program), which
+    pulumi-policy loads into the Pulumi runtime before each analysis; the pack reads it as the
+    program does. Where it cannot (no config handed over, or invalid), why not."""
+    try:
+        return Expected.of_running_stack(), ""
+    except SettingsError as error:
+        return None, str(error)
+
+
 def _stack_validator(check_id: str) -> Callable[[StackValidationArgs, ReportViolation], None]:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
         resources = [to_resource(r) for r in args.resources]
         by_urn = {r.urn: r for r in resources}
-        for violation in CHECKS[check_id](KiamView(resources)):
+        expected, why_not = _expected()
+        try:
+            violations = CHECKS[check_id](KiamView(resources, expected))
+        except MissingExpectationsError:
+            # Fail closed: a guarantee that judges against the settings cannot pass without them.
+            report_violation(
+                f"[{check_id}] cannot be judged: the pack could not read the stack's kiam "
+                f"settings ({why_not})",
+                None,
+            )
+            return
+        for violation in violations:
             urn = violation.resource if violation.resource.startswith("urn:") else None
             alone = by_urn.get(urn or "")
             if alone is not None and violation in resource_violations(check_id, alone):

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from settings.loader import example_stacks
+from invariants.expected import Expected
+from settings.loader import example_stacks, settings_from_values
 from tools.mock_engine import PROJECT_DIR, MockEngine, Recording, run_main
 
 STACKS_DIR = PROJECT_DIR / "stacks"
@@ -58,6 +59,13 @@ def base_config(**sections: dict[str, Any]) -> dict[str, Any]:
             else value
         )
     return config
+
+
+def expected_of(config: dict[str, Any]) -> Expected:
+    """What a stack's config asks for, as the guarantees judge it (passed explicitly: a module
+    fixture's resources outlive the run that made them, and the runtime's config with it)."""
+    values = {k.removeprefix("kiam:"): v for k, v in config.items() if k.startswith("kiam:")}
+    return Expected.of(settings_from_values(values, "test config"))
 
 
 def run_program(config: dict[str, Any], stack: str = "test") -> Recording:

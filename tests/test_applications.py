@@ -12,7 +12,7 @@ import pytest
 from components.namespace_permissions import permitted_regexp
 from settings import SettingsError
 from settings.loader import settings_from_values
-from tests.conftest import base_config, run_program
+from tests.conftest import base_config, expected_of, run_program
 from tools.mock_engine import Recording
 
 ROLE = "aws:iam/role:Role"
@@ -41,9 +41,12 @@ APPS = {
 }
 
 
+APPS_CONFIG = base_config(applications=APPS)
+
+
 @pytest.fixture(scope="module")
 def apps_run() -> Recording:
-    return run_program(base_config(applications=APPS))
+    return run_program(APPS_CONFIG)
 
 
 def test_children_and_parentage(apps_run: Recording) -> None:
@@ -81,18 +84,9 @@ def test_kiam_only_trust(apps_run: Recording) -> None:
         ],
     }
     assert (worker.inputs["name"], worker.inputs["path"]) == ("billing.worker", "/kiam-apps/")
-    # Who uses the role and how, for the application-reachable check at every gate.
-    assert worker.inputs["tags"] == {
-        "kiam:role": "application",
-        "kiam:namespace": "billing",
-        "kiam:pod-annotation": "billing.worker",
-    }
-    assert apps_run.one(ROLE, "kiam-app-billing").inputs["tags"] == {
-        "kiam:role": "application",
-        "kiam:namespace": "billing",
-        "kiam:pod-annotation": "billing-api",
-        "kiam:service-account": "api",
-    }
+    # Nothing written for the checker: they follow each application by its settings.
+    assert "tags" not in worker.inputs
+    assert "tags" not in apps_run.one(ROLE, "kiam-app-billing").inputs
     assert worker.property_dependencies["assumeRolePolicy"] == (server.urn,)
 
 
@@ -177,12 +171,17 @@ def test_outputs_per_application(apps_run: Recording) -> None:
     }
 
 
-def test_the_exported_pod_annotation_is_the_one_the_checks_follow(apps_run: Recording) -> None:
-    """The application-reachable check reads the role's tag; the output must be that very value."""
-    outputs: dict[str, Any] = apps_run.stack_outputs["applications"]
-    for app, output in outputs.items():
-        tags = apps_run.one(ROLE, f"kiam-app-{app}").inputs["tags"]
-        assert output["podAnnotation"] == {"iam.amazonaws.com/role": tags["kiam:pod-annotation"]}
+def test_the_checks_follow_the_exported_pod_annotation(apps_run: Recording) -> None:
+    """The application-reachable check reads the pod annotation where pod authors read it: the
+    stack output, handed to the checks as the root stack's outputs."""
+    from invariants.recorded import resources_from_recording
+    from invariants.view import KiamView
+
+    view = KiamView(resources_from_recording(apps_run), expected_of(APPS_CONFIG))
+    assert view.stack_outputs == apps_run.stack_outputs
+    assert view.stack_outputs["applications"]["worker"]["podAnnotation"] == {
+        "iam.amazonaws.com/role": "billing.worker"
+    }
 
 
 # The issue #11 scenario: a name prefix, and applications with their own path below the base.
@@ -198,11 +197,12 @@ PREFIXED_APPS = {
 }
 
 
+PREFIXED_CONFIG = base_config(iam={"applicationRoleNamePrefix": "app-"}, applications=PREFIXED_APPS)
+
+
 @pytest.fixture(scope="module")
 def prefixed_run() -> Recording:
-    return run_program(
-        base_config(iam={"applicationRoleNamePrefix": "app-"}, applications=PREFIXED_APPS)
-    )
+    return run_program(PREFIXED_CONFIG)
 
 
 def test_the_server_may_assume_roles_below_each_application_path(prefixed_run: Recording) -> None:
@@ -249,7 +249,7 @@ def test_every_application_with_a_path_and_a_prefix_is_reachable(prefixed_run: R
     from invariants import check_all
     from invariants.recorded import resources_from_recording
 
-    assert check_all(resources_from_recording(prefixed_run)) == []
+    assert check_all(resources_from_recording(prefixed_run), expected_of(PREFIXED_CONFIG)) == []
 
 
 @pytest.mark.parametrize(
@@ -278,7 +278,7 @@ def test_every_guarantee_still_holds(apps_run: Recording) -> None:
     from invariants import check_all
     from invariants.recorded import resources_from_recording
 
-    assert check_all(resources_from_recording(apps_run)) == []
+    assert check_all(resources_from_recording(apps_run), expected_of(APPS_CONFIG)) == []
 
 
 @pytest.mark.parametrize(
@@ -337,7 +337,7 @@ def test_an_application_role_trusting_more_is_a_violation(apps_run: Recording) -
         for r in resources
     ]
     server = apps_run.one(ROLE, "kiam-iam-server").outputs["arn"]
-    assert check_all(broken) == [
+    assert check_all(broken, expected_of(APPS_CONFIG)) == [
         Violation(
             "application-reachable",
             worker.urn,

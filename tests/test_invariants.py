@@ -12,17 +12,18 @@ import pytest
 
 from invariants import UNKNOWN, Resource, Violation, check_all
 from invariants.recorded import resources_from_recording
-from tests.conftest import EXAMPLE_STACKS, base_config, example_config, run_program
+from tests.conftest import EXAMPLE_STACKS, base_config, example_config, expected_of, run_program
 from tools.mock_engine import Recording
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+BASE_EXPECTED = expected_of(base_config())
 
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_every_example_stack_keeps_every_guarantee(stack: str) -> None:
     rec = run_program(example_config(stack), stack=stack)
-    assert check_all(resources_from_recording(rec)) == []
+    assert check_all(resources_from_recording(rec), expected_of(example_config(stack))) == []
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +82,37 @@ def urn(resources: list[Resource], type_: str, name: str | None = None) -> str:
     return find(resources, type_, name).urn
 
 
+ROLE_TYPE = "aws:iam/role:Role"
+ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+POLICY_ATTACHMENT = "aws:iam/policyAttachment:PolicyAttachment"
+ADMIN = "arn:aws:iam::aws:policy/AdministratorAccess"
+
+
+def attachment_urn(role: str, type_: str = ATTACHMENT) -> str:
+    return f"urn:pulumi:test::kiam::kiam:index:Iam${type_}::{role}-admin"
+
+
+def attach(
+    resources: list[Resource], role: str, arn: str, type_: str = ATTACHMENT
+) -> list[Resource]:
+    """The resources and one more managed policy on a role, attached as the program would
+    write it: the role's name taken from the role (`role`, or `roles` for a PolicyAttachment)."""
+    target = find(resources, ROLE_TYPE, role)
+    prop = "roles" if type_ == POLICY_ATTACHMENT else "role"
+    name = target.outputs["name"]
+    attachment = Resource(
+        urn=attachment_urn(role, type_),
+        type=type_,
+        name=f"{role}-admin",
+        inputs={prop: [name] if prop == "roles" else name, "policyArn": arn},
+        dependencies=frozenset({target.urn}),
+        property_dependencies={prop: frozenset({target.urn}), "policyArn": frozenset()},
+    )
+    return [*resources, attachment]
+
+
 def test_baseline_has_no_violation(resources: list[Resource]) -> None:
-    assert check_all(resources) == []
+    assert check_all(resources, BASE_EXPECTED) == []
 
 
 # (description, mutation producing the broken resources, the exact violations expected)
@@ -228,7 +258,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "4 agent dials a name the certificate lacks",
+        "5 agent dials a name the certificate lacks",
         lambda rs: mutate(
             rs,
             "tls:index/certRequest:CertRequest",
@@ -244,7 +274,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "5 agent tolerates the server taint",
+        "6 agent tolerates the server taint",
         lambda rs: mutate(
             rs,
             DAEMON_SET,
@@ -259,7 +289,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "5 agent without node affinity",
+        "6 agent without node affinity",
         lambda rs: mutate(rs, DAEMON_SET, lambda i: pod(i).pop("affinity")),
         lambda rs: [
             (
@@ -270,14 +300,14 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "6 no assume-role ARN",
+        "7 no assume-role ARN",
         lambda rs: mutate(rs, DEPLOYMENT, without_flag("--assume-role-arn")),
         lambda rs: [
             ("server-args", urn(rs, DEPLOYMENT), "needs exactly one non-empty --assume-role-arn")
         ],
     ),
     (
-        "6 no metrics address",
+        "7 no metrics address",
         lambda rs: mutate(rs, DEPLOYMENT, without_flag("--prometheus-listen-addr")),
         lambda rs: [
             (
@@ -288,7 +318,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "6 session of 15m",
+        "7 session of 15m",
         lambda rs: mutate(rs, DEPLOYMENT, replace_flag("--session-duration", "15m")),
         lambda rs: [
             (
@@ -299,7 +329,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "6 refresh not below duration",
+        "7 refresh not below duration",
         lambda rs: mutate(rs, DEPLOYMENT, replace_flag("--session-refresh", "1h")),
         lambda rs: [
             (
@@ -310,7 +340,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 server role may assume any role",
+        "8 server role may assume any role",
         lambda rs: mutate(
             rs,
             "aws:iam/rolePolicy:RolePolicy",
@@ -326,7 +356,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 node role may assume more than the server role",
+        "8 node role may assume more than the server role",
         lambda rs: mutate(
             rs,
             "aws:iam/rolePolicy:RolePolicy",
@@ -354,7 +384,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 wildcard action",
+        "8 wildcard action",
         lambda rs: mutate(
             rs,
             "aws:iam/rolePolicy:RolePolicy",
@@ -370,7 +400,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "7 server role trusts the whole account",
+        "8 server role trusts the whole account",
         lambda rs: mutate(
             rs,
             "aws:iam/role:Role",
@@ -398,7 +428,135 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "8 fixed node group name",
+        "8 AdministratorAccess attached to the node role",
+        lambda rs: attach(rs, "kiam-iam-server-node", ADMIN),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                attachment_urn("kiam-iam-server-node"),
+                f"gives the server node role the managed policy {ADMIN}, beyond the EKS node policies",
+            )
+        ],
+    ),
+    (
+        "8 AdministratorAccess attached to the server role",
+        lambda rs: attach(rs, "kiam-iam-server", ADMIN),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                attachment_urn("kiam-iam-server"),
+                f"gives the kiam-server role the managed policy {ADMIN}, while it needs none",
+            )
+        ],
+    ),
+    (
+        "8 AdministratorAccess attached to the server role among other roles",
+        lambda rs: attach(rs, "kiam-iam-server", ADMIN, type_=POLICY_ATTACHMENT),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                attachment_urn("kiam-iam-server", POLICY_ATTACHMENT),
+                f"gives the kiam-server role the managed policy {ADMIN}, while it needs none",
+            )
+        ],
+    ),
+    (
+        "8 the server role's own managedPolicyArns",
+        lambda rs: mutate(
+            rs, ROLE_TYPE, lambda i: i.update(managedPolicyArns=[ADMIN]), name="kiam-iam-server"
+        ),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                urn(rs, ROLE_TYPE, "kiam-iam-server"),
+                f"gives the kiam-server role the managed policy {ADMIN}, while it needs none",
+            )
+        ],
+    ),
+    (
+        "8 the node role's own inlinePolicies",
+        lambda rs: mutate(
+            rs,
+            ROLE_TYPE,
+            lambda i: i.update(
+                inlinePolicies=[
+                    {
+                        "name": "everything",
+                        "policy": json.dumps(
+                            {"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+                        ),
+                    }
+                ]
+            ),
+            name="kiam-iam-server-node",
+        ),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                urn(rs, ROLE_TYPE, "kiam-iam-server-node"),
+                "grants ['*']; kiam's roles need only sts:AssumeRole",
+            ),
+            (
+                "iam-least-privilege",
+                urn(rs, ROLE_TYPE, "kiam-iam-server-node"),
+                "sts:AssumeRole on * without allowAnyRole: true",
+            ),
+            (
+                "iam-least-privilege",
+                urn(rs, ROLE_TYPE, "kiam-iam-server-node"),
+                "lets the server nodes assume *, not only the kiam-server role",
+            ),
+        ],
+    ),
+    (
+        "8 the node role lacks an EKS node policy",
+        lambda rs: [r for r in rs if r.name != "kiam-iam-server-node-AmazonEKS_CNI_Policy"],
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                urn(rs, ROLE_TYPE, "kiam-iam-server-node"),
+                "the server node role lacks the managed policy "
+                "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+            )
+        ],
+    ),
+    (
+        "8 the node group runs as a role of no stack",
+        lambda rs: mutate(
+            rs,
+            "aws:eks/nodeGroup:NodeGroup",
+            lambda i: i.update(nodeRoleArn="arn:aws:iam::111122223333:role/elsewhere"),
+            property_dependencies={
+                **find(rs, "aws:eks/nodeGroup:NodeGroup").property_dependencies,
+                "nodeRoleArn": frozenset(),
+            },
+        ),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                urn(rs, "aws:eks/nodeGroup:NodeGroup"),
+                "runs its nodes as a role that is not one of this stack's",
+            ),
+            (
+                "iam-least-privilege",
+                urn(rs, ROLE_TYPE, "kiam-iam-server"),
+                "its trust policy is not built from the server node role",
+            ),
+        ],
+    ),
+    (
+        "8 the servers are given a role of no stack",
+        lambda rs: [r for r in rs if r.name != "kiam-iam-server" or r.type != ROLE_TYPE],
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                urn(rs, DEPLOYMENT),
+                "is given a role (--assume-role-arn) that is not one of this stack's",
+            )
+        ],
+    ),
+    (
+        "9 fixed node group name",
         lambda rs: mutate(
             rs, "aws:eks/nodeGroup:NodeGroup", lambda i: i.update(nodeGroupName="kiam")
         ),
@@ -411,7 +569,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "8 delete before replace",
+        "9 delete before replace",
         lambda rs: mutate(
             rs, "aws:eks/nodeGroup:NodeGroup", lambda i: None, delete_before_replace=True
         ),
@@ -424,7 +582,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "8 skip await",
+        "9 skip await",
         lambda rs: mutate(
             rs,
             DEPLOYMENT,
@@ -439,8 +597,16 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "8 Deployment does not follow the node group",
-        lambda rs: mutate(rs, DEPLOYMENT, lambda i: None, property_dependencies={}),
+        "9 Deployment does not follow the node group",
+        lambda rs: mutate(
+            rs,
+            DEPLOYMENT,
+            lambda i: None,
+            property_dependencies={
+                "spec": find(rs, DEPLOYMENT).property_dependencies["spec"]
+                - {urn(rs, "aws:eks/nodeGroup:NodeGroup")}
+            },
+        ),
         lambda rs: [
             (
                 "node-group-replacement",
@@ -450,14 +616,14 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "9 agents do not wait for servers",
+        "10 agents do not wait for servers",
         lambda rs: mutate(rs, DAEMON_SET, lambda i: None, dependencies=frozenset()),
         lambda rs: [
             ("ordering", urn(rs, DAEMON_SET), "is not created after the server Deployment is Ready")
         ],
     ),
     (
-        "9 servers do not wait for RBAC",
+        "10 servers do not wait for RBAC",
         lambda rs: mutate(
             rs,
             DEPLOYMENT,
@@ -468,7 +634,7 @@ CASES: list[Case] = [
         lambda rs: [("ordering", urn(rs, DEPLOYMENT), "does not wait for its ClusterRoleBinding")],
     ),
     (
-        "10 server escalates and adds a capability",
+        "11 server escalates and adds a capability",
         lambda rs: mutate(
             rs,
             DEPLOYMENT,
@@ -494,7 +660,7 @@ CASES: list[Case] = [
         ],
     ),
     (
-        "10 agent privileged without requests",
+        "11 agent privileged without requests",
         lambda rs: mutate(
             rs,
             DAEMON_SET,
@@ -524,7 +690,9 @@ def test_each_check_catches_its_breakage_exactly(
     breaks: Callable[[list[Resource]], list[Resource]],
     expected: Callable[[list[Resource]], list[tuple[str, str, str]]],
 ) -> None:
-    assert check_all(breaks(resources)) == sorted(Violation(*v) for v in expected(resources))
+    assert check_all(breaks(resources), BASE_EXPECTED) == sorted(
+        Violation(*v) for v in expected(resources)
+    )
 
 
 def test_every_check_is_exercised_by_a_breakage(
@@ -538,12 +706,7 @@ def test_every_check_is_exercised_by_a_breakage(
 
 
 def test_missing_parts_are_violations_not_vacuous_passes() -> None:
-    assert check_all([]) == [
-        Violation(
-            "iam-least-privilege",
-            "stack",
-            "expected one server-node and one server role (tag kiam:role)",
-        ),
+    assert check_all([], BASE_EXPECTED) == [
         Violation("presence", "stack", "no kiam agent DaemonSet found"),
         Violation("presence", "stack", "no kiam node group found"),
         Violation("presence", "stack", "no kiam server Deployment found"),
@@ -553,18 +716,19 @@ def test_missing_parts_are_violations_not_vacuous_passes() -> None:
 def test_unknown_values_are_not_judged(resources: list[Resource]) -> None:
     """During preview the server args (built from a role ARN) are unknown: no verdict until `up`."""
     unknown = mutate(resources, DEPLOYMENT, lambda i: pod(i)["containers"][0].update(args=UNKNOWN))
-    assert check_all(unknown) == []
+    assert check_all(unknown, BASE_EXPECTED) == []
     broken = mutate(
         resources, DEPLOYMENT, lambda i: pod(i)["containers"][0].update(args=["server"])
     )
-    assert {v.id for v in check_all(broken)} == {"server-args"}
+    assert {v.id for v in check_all(broken, BASE_EXPECTED)} == {"server-args"}
 
 
-# 11. Applications: one at the base path, one with its own path and IRSA, under a name prefix
+# 12. Applications: one at the base path, one with its own path and IRSA, under a name prefix
 # (the issue #11 scenario). Each case below breaks one link between the pieces.
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 PATCH = "kubernetes:core/v1:NamespacePatch"
+STACK = "pulumi:pulumi:Stack"
 BASE = "arn:aws:iam::111122223333:role/kiam-apps/"
 BILLING, SEARCH = f"{BASE}app-billing", f"{BASE}team-a/app-search"
 APP_CONFIG = base_config(
@@ -579,6 +743,9 @@ APP_CONFIG = base_config(
         },
     },
 )
+
+
+APP_EXPECTED = expected_of(APP_CONFIG)
 
 
 @pytest.fixture(scope="module")
@@ -624,7 +791,7 @@ def without_resource(rs: list[Resource], type_: str, name: str) -> list[Resource
 REACHABLE = "application-reachable"
 APP_CASES: list[Case] = [
     (
-        "11 the server's pattern misses a sub-path (issue 11, reason 1)",
+        "12 the server's pattern misses a sub-path (issue 11, reason 1)",
         lambda rs: mutate(
             rs,
             ROLE_POLICY,
@@ -640,12 +807,13 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 the pod annotation is the bare role name (issue 11, reason 2)",
+        "12 the pod annotation is the bare role name (issue 11, reason 2)",
         lambda rs: mutate(
             rs,
-            ROLE,
-            lambda i: i["tags"].update({"kiam:pod-annotation": "app-search"}),
-            name="kiam-app-search",
+            STACK,
+            lambda i: i["applications"]["search"]["podAnnotation"].update(
+                {"iam.amazonaws.com/role": "app-search"}
+            ),
         ),
         lambda rs: [
             (
@@ -657,7 +825,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 the namespace permits the role name, which kiam never matches",
+        "12 the namespace permits the role name, which kiam never matches",
         lambda rs: mutate(rs, PATCH, set_permitted("app-billing"), name="kiam-permissions-billing"),
         lambda rs: [
             (
@@ -668,7 +836,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 kiam anchors only the ends of an alternation",
+        "12 kiam anchors only the ends of an alternation",
         lambda rs: mutate(
             rs,
             PATCH,
@@ -685,7 +853,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 without strict matching an unanchored regexp admits another namespace's role",
+        "12 without strict matching an unanchored regexp admits another namespace's role",
         lambda rs: mutate(
             mutate(rs, PATCH, set_permitted("kiam-apps/"), name="kiam-permissions-billing"),
             DEPLOYMENT,
@@ -701,7 +869,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 a regexp Go's RE2 does not compile",
+        "12 a regexp Go's RE2 does not compile",
         lambda rs: mutate(
             rs, PATCH, set_permitted("^(?=arn:).*app-billing$"), name="kiam-permissions-billing"
         ),
@@ -715,7 +883,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 no namespace annotation for an application",
+        "12 no namespace annotation for an application",
         lambda rs: without_resource(rs, PATCH, "kiam-permissions-search"),
         lambda rs: [
             (
@@ -726,7 +894,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 the role trusts IRSA but not the kiam-server role",
+        "12 the role trusts IRSA but not the kiam-server role",
         lambda rs: mutate(rs, ROLE, set_trust(lambda st: st[1:]), name="kiam-app-search"),
         lambda rs: [
             (
@@ -737,7 +905,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 IRSA trusts every service account of the namespace",
+        "12 IRSA trusts every service account of the namespace",
         lambda rs: mutate(
             rs,
             ROLE,
@@ -766,7 +934,7 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 a role without IRSA trusts a web identity",
+        "12 a role without IRSA trusts a web identity",
         lambda rs: mutate(
             rs,
             ROLE,
@@ -789,15 +957,53 @@ APP_CASES: list[Case] = [
         ],
     ),
     (
-        "11 an application role without the tags to follow it by",
+        "8 a managed policy on an application role its settings do not list",
+        lambda rs: attach(rs, "kiam-app-billing", ADMIN),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                attachment_urn("kiam-app-billing"),
+                f"gives application role app-billing the managed policy {ADMIN}, which its "
+                "settings do not list",
+            )
+        ],
+    ),
+    (
+        "8 an inline policy on an application role its settings do not list",
         lambda rs: mutate(
-            rs, ROLE, lambda i: i["tags"].pop("kiam:namespace"), name="kiam-app-billing"
+            rs,
+            ROLE_TYPE,
+            lambda i: i.update(
+                inlinePolicies=[
+                    {
+                        "name": "extra",
+                        "policy": json.dumps(
+                            {"Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+                        ),
+                    }
+                ]
+            ),
+            name="kiam-app-search",
+        ),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                app_urn(rs, "search"),
+                "gives application role app-search the inline policy 'extra', which its "
+                "settings do not list",
+            )
+        ],
+    ),
+    (
+        "12 an application's role is not the one its settings name",
+        lambda rs: mutate(
+            rs, ROLE, lambda i: i.update(name="app-billing-old"), name="kiam-app-billing"
         ),
         lambda rs: [
             (
                 REACHABLE,
-                app_urn(rs, "billing"),
-                "has no kiam:namespace and kiam:pod-annotation tags to follow it by",
+                "stack",
+                "application billing: no role app-billing at path /kiam-apps/ in this stack",
             )
         ],
     ),
@@ -805,7 +1011,7 @@ APP_CASES: list[Case] = [
 
 
 def test_applications_baseline_has_no_violation(app_resources: list[Resource]) -> None:
-    assert check_all(app_resources) == []
+    assert check_all(app_resources, APP_EXPECTED) == []
     assert len([r for r in app_resources if r.name.startswith("kiam-app-") and r.type == ROLE]) == 2
 
 
@@ -818,7 +1024,7 @@ def test_application_reachable_catches_each_broken_link_exactly(
     breaks: Callable[[list[Resource]], list[Resource]],
     expected: Callable[[list[Resource]], list[tuple[str, str, str]]],
 ) -> None:
-    assert check_all(breaks(app_resources)) == sorted(
+    assert check_all(breaks(app_resources), APP_EXPECTED) == sorted(
         Violation(*v) for v in expected(app_resources)
     )
 
@@ -833,7 +1039,7 @@ def test_a_new_role_is_judged_at_preview_from_its_path_and_name_when_the_server_
 ) -> None:
     broken = APP_CASES[0][1](app_resources)
     preview = unknown_arn(broken, "kiam-app-search")
-    assert check_all(preview) == check_all(broken) != []
+    assert check_all(preview, APP_EXPECTED) == check_all(broken, APP_EXPECTED) != []
 
 
 def test_applications_are_not_judged_on_unknown_values(app_resources: list[Resource]) -> None:
@@ -843,18 +1049,20 @@ def test_applications_are_not_judged_on_unknown_values(app_resources: list[Resou
         broken = case[1](app_resources)
         for name in ("kiam-iam-server", "kiam-app-billing", "kiam-app-search"):
             broken = unknown_arn(broken, name)
-        assert check_all(broken) == []
+        assert check_all(broken, APP_EXPECTED) == []
     bare_name = APP_CASES[1][1](app_resources)
     assert (
         check_all(
-            mutate(bare_name, DEPLOYMENT, lambda i: pod(i)["containers"][0].update(args=UNKNOWN))
+            mutate(bare_name, DEPLOYMENT, lambda i: pod(i)["containers"][0].update(args=UNKNOWN)),
+            APP_EXPECTED,
         )
         == []
     )
     name_not_arn = APP_CASES[2][1](app_resources)
     assert (
         check_all(
-            mutate(name_not_arn, PATCH, set_permitted(UNKNOWN), name="kiam-permissions-billing")
+            mutate(name_not_arn, PATCH, set_permitted(UNKNOWN), name="kiam-permissions-billing"),
+            APP_EXPECTED,
         )
         == []
     )
@@ -979,3 +1187,16 @@ def test_the_stand_in_nodes_taint_is_the_groups_not_kubernetes_condition_taints(
     assert view.server_taints() == [
         {"key": "dedicated", "value": "kiam-server", "effect": "NoSchedule"}
     ]
+
+
+def test_the_guarantees_are_numbered_as_checks_runs_them() -> None:
+    """The numbers the docstrings (and so the pack's descriptions), the README and docs cite:
+    `presence` first and unnumbered, then 1 to 12 in the order `CHECKS` runs them."""
+    from invariants import CHECKS
+
+    ids = list(CHECKS)
+    assert ids[0] == "presence"
+    assert [(CHECKS[i].__doc__ or "").split(".", 1)[0] for i in ids[1:]] == [
+        str(n) for n in range(1, len(ids))
+    ]
+    assert len(ids) == 13

@@ -15,7 +15,7 @@ from invariants import check_all
 from invariants.recorded import resources_from_recording
 from settings import SettingsError
 from settings.loader import settings_from_values
-from tests.conftest import base_config, run_program
+from tests.conftest import base_config, expected_of, run_program
 from tools.mock_engine import Recording
 
 PATCH = "kubernetes:core/v1:NamespacePatch"
@@ -35,14 +35,20 @@ def takeover_config(apps: dict[str, Any]) -> dict[str, Any]:
     return base_config(applications=apps, existingPermitted={"billing": FOUND})
 
 
+CONFIGS = {
+    "holding": takeover_config(APPS),
+    "given_back": takeover_config({"search": APPS["search"]}),
+}
+
+
 @pytest.fixture(scope="module")
 def holding() -> Recording:
-    return run_program(takeover_config(APPS))
+    return run_program(CONFIGS["holding"])
 
 
 @pytest.fixture(scope="module")
 def given_back() -> Recording:
-    return run_program(takeover_config({"search": APPS["search"]}))
+    return run_program(CONFIGS["given_back"])
 
 
 def patches(rec: Recording) -> dict[str, Any]:
@@ -128,7 +134,8 @@ def test_giving_back_writes_the_found_value_and_shares_it(given_back: Recording)
 
 @pytest.mark.parametrize("which", ["holding", "given_back"])
 def test_every_guarantee_holds(which: str, request: pytest.FixtureRequest) -> None:
-    assert check_all(resources_from_recording(request.getfixturevalue(which))) == []
+    resources = resources_from_recording(request.getfixturevalue(which))
+    assert check_all(resources, expected_of(CONFIGS[which])) == []
 
 
 def test_a_takeover_that_stops_admitting_the_role_is_a_violation(holding: Recording) -> None:
@@ -151,7 +158,7 @@ def test_a_takeover_that_stops_admitting_the_role_is_a_violation(holding: Record
         else r
         for r in resources
     ]
-    messages = [v.reason for v in check_all(broken)]
+    messages = [v.reason for v in check_all(broken, expected_of(CONFIGS["holding"]))]
     assert messages == [
         f"namespace billing permits {FOUND!r}, which does not admit {BASE}billing-api"
     ]

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import copy
 import json
+from types import SimpleNamespace
 from typing import Any
 
+import pulumi
 import pytest
 from pulumi_policy import (
     PolicyResource,
@@ -27,24 +29,56 @@ from policy.kiam_policy import POLICIES
 from tests.conftest import base_config, run_program
 from tools.mock_engine import Recording
 
+STACK = "pulumi:pulumi:Stack"
+BASE = base_config()
+
+
+def _opts(delete_before_replace: bool = False) -> PolicyResourceOptions:
+    return PolicyResourceOptions(
+        protect=False,
+        ignore_changes=[],
+        delete_before_replace=delete_before_replace,
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+        additional_secret_outputs=[],
+    )
+
 
 def policy_resources(rec: Recording, change: Any = None) -> list[PolicyResource]:
-    by_urn: dict[str, PolicyResource] = {}
+    """The resources as the engine hands them to stack policies: the root stack (its props are
+    the stack outputs) and every custom resource."""
+    root = next(r.parent for r in rec.registrations if r.parent.split("::")[2] == STACK)
+    outputs = copy.deepcopy(rec.stack_outputs)
+    if change:
+        change(SimpleNamespace(type=STACK, name=root.rsplit("::", 1)[1]), outputs)
+    by_urn: dict[str, PolicyResource] = {
+        root: PolicyResource(
+            STACK,
+            unknown_checking_proxy(outputs),
+            root,
+            root.rsplit("::", 1)[1],
+            _opts(),
+            None,
+            None,
+            [],
+            {},
+        )
+    }
     custom = [r for r in rec.registrations if r.custom]
     for r in custom:
         props = copy.deepcopy(r.inputs)
         if change:
             change(r, props)
-        opts = PolicyResourceOptions(
-            protect=False,
-            ignore_changes=[],
-            delete_before_replace=r.delete_before_replace,
-            aliases=[],
-            custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
-            additional_secret_outputs=[],
-        )
         by_urn[r.urn] = PolicyResource(
-            r.type, unknown_checking_proxy(props), r.urn, r.name, opts, None, None, [], {}
+            r.type,
+            unknown_checking_proxy(props),
+            r.urn,
+            r.name,
+            _opts(r.delete_before_replace),
+            None,
+            None,
+            [],
+            {},
         )
     for r in custom:
         resource = by_urn[r.urn]
@@ -55,9 +89,21 @@ def policy_resources(rec: Recording, change: Any = None) -> list[PolicyResource]
     return list(by_urn.values())
 
 
-def run_pack(resources: list[PolicyResource]) -> list[tuple[str, str, str | None]]:
+def hand_over_config(config: dict[str, Any]) -> None:
+    """As the engine starts the pack (`PULUMI_CONFIG`) and pulumi-policy loads it before each
+    analysis: the stack's config in the Pulumi runtime, values as strings."""
+    pulumi.runtime.set_all_config(
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, []
+    )
+
+
+def run_pack(
+    resources: list[PolicyResource], config: dict[str, Any] | None = None
+) -> list[tuple[str, str, str | None]]:
     """As the engine runs the pack: each resource policy on each resource (before its step; a
-    violation names the resource), then each stack policy on all of them."""
+    violation names the resource), then each stack policy on all of them, with the stack's
+    config handed over (the base stack's unless told)."""
+    hand_over_config(BASE if config is None else config)
     reported: list[tuple[str, str, str | None]] = []
     for policy in POLICIES:
         if isinstance(policy, ResourceValidationPolicy):
@@ -188,8 +234,9 @@ def both(*changes: Any) -> Any:
 
 
 def bare_name_annotation(reg: Any, props: dict[str, Any]) -> None:
-    if reg.name == "kiam-app-search" and reg.type == "aws:iam/role:Role":
-        props["tags"]["kiam:pod-annotation"] = "app-search"
+    """The stack tells pod authors the bare role name (its `applications` output)."""
+    if reg.type == STACK:
+        props["applications"]["search"]["podAnnotation"]["iam.amazonaws.com/role"] = "app-search"
 
 
 def base_pattern_only(reg: Any, props: dict[str, Any]) -> None:
@@ -203,13 +250,13 @@ ALL_ROLES = ("kiam-iam-server-node", "kiam-iam-server", "kiam-app-search")
 
 
 def test_reachable_applications_pass_on_up(apps_run: Recording) -> None:
-    assert run_pack(policy_resources(apps_run, known_arns(*ALL_ROLES))) == []
+    assert run_pack(policy_resources(apps_run, known_arns(*ALL_ROLES)), APPS) == []
 
 
 def test_an_annotation_kiam_resolves_elsewhere_fails_on_up(apps_run: Recording) -> None:
     role = apps_run.one("aws:iam/role:Role", "kiam-app-search")
     resources = policy_resources(apps_run, both(known_arns(*ALL_ROLES), bare_name_annotation))
-    assert run_pack(resources) == [
+    assert run_pack(resources, APPS) == [
         (
             "kiam-application-reachable",
             "[application-reachable] pod annotation iam.amazonaws.com/role: app-search resolves "
@@ -226,7 +273,7 @@ def test_a_new_role_of_a_deployed_stack_is_judged_at_preview(apps_run: Recording
     resources = policy_resources(
         apps_run, both(known_arns("kiam-iam-server-node", "kiam-iam-server"), base_pattern_only)
     )
-    assert run_pack(resources) == [
+    assert run_pack(resources, APPS) == [
         (
             "kiam-application-reachable",
             "[application-reachable] the kiam-server role's policy does not allow "
@@ -238,4 +285,61 @@ def test_a_new_role_of_a_deployed_stack_is_judged_at_preview(apps_run: Recording
 
 def test_the_first_preview_judges_no_application(apps_run: Recording) -> None:
     """No role exists yet: no ARN is known, so nothing about applications is judged until `up`."""
-    assert run_pack(policy_resources(apps_run, base_pattern_only)) == []
+    assert run_pack(policy_resources(apps_run, base_pattern_only), APPS) == []
+
+
+def test_without_the_stacks_settings_the_guarantees_that_need_them_fail_closed(
+    base_run: Recording,
+) -> None:
+    """An engine that hands the pack no config: the guarantees judged against the settings
+    report that they cannot be judged, instead of passing; the others judge as usual."""
+    why = (
+        "stacks/Pulumi.test.yaml: invalid kiam settings (2 problems):\n"
+        "  - kiam:cluster: is required\n"
+        "  - kiam:nodeGroup: is required"
+    )
+    assert run_pack(policy_resources(base_run), config={}) == [
+        (
+            f"kiam-{check}",
+            f"[{check}] cannot be judged: the pack could not read the stack's kiam settings "
+            f"({why})",
+            None,
+        )
+        for check in ("presence", "iam-least-privilege", "application-reachable")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("role", "whose", "why_not"),
+    [
+        ("kiam-iam-server-node", "the server node role", "beyond the EKS node policies"),
+        ("kiam-iam-server", "the kiam-server role", "while it needs none"),
+    ],
+)
+def test_administrator_access_on_a_kiam_role_fails_the_preview(
+    base_run: Recording, role: str, whose: str, why_not: str
+) -> None:
+    """A managed policy attached to kiam's own roles: judged at the first preview, since the
+    attachment's policy ARN is known before anything exists."""
+    admin = "arn:aws:iam::aws:policy/AdministratorAccess"
+    resources = policy_resources(base_run)
+    target = next(r for r in resources if r.resource_type == "aws:iam/role:Role" and r.name == role)
+    urn = f"urn:pulumi:test::kiam::kiam:index:Iam$aws:iam/rolePolicyAttachment:RolePolicyAttachment::{role}-admin"
+    attachment = PolicyResource(
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        unknown_checking_proxy({"role": UNKNOWN_STRING_VALUE, "policyArn": admin}),
+        urn,
+        f"{role}-admin",
+        _opts(),
+        None,
+        None,
+        [target],
+        {"role": [target]},
+    )
+    assert run_pack([*resources, attachment]) == [
+        (
+            "kiam-iam-least-privilege",
+            f"[iam-least-privilege] gives {whose} the managed policy {admin}, {why_not}",
+            urn,
+        )
+    ]

@@ -15,7 +15,7 @@ from invariants import check_all
 from invariants.recorded import resources_from_recording
 from settings import SettingsError
 from settings.loader import settings_from_values
-from tests.conftest import run_program
+from tests.conftest import expected_of, run_program
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ZONES = ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
@@ -135,13 +135,13 @@ def test_every_guarantee_holds_across_the_settings_space(config: dict[str, Any])
 
     recording = run_program(config)
     resources = resources_from_recording(recording)
-    assert check_all(resources) == []
+    assert check_all(resources, expected_of(config)) == []
     assert [v for r in resources for c in RESOURCE_LEVEL for v in resource_violations(c, r)] == []
     assert_exported_applications_are_reachable(config, recording)
 
 
 def assert_exported_applications_are_reachable(config: dict[str, Any], recording: Any) -> None:
-    """Guarantee 11 from the outside: what the stack exports (role ARN, pod annotation, base ARN)
+    """Guarantee 12 from the outside: what the stack exports (role ARN, pod annotation, base ARN)
     fits the server's permission and the namespace regexps the way IAM and kiam decide."""
     from contracts.kiam import permits, resolve
     from invariants.iam_documents import allows, statements

@@ -4,6 +4,9 @@ subject, names, addresses and usages the TLS component requests.
 Certificates are kept in a directory keyed by what was requested, so the same request gives the
 same PEMs on every run (a second `pulumi up` is a no-op) and a changed request a new certificate,
 as pulumi-tls would.
+
+It registers no resource: the `server-certificate` guarantee reads the certificate it issued in
+the server's Secret, as it reads the request of a pulumi-tls one.
 """
 
 from __future__ import annotations

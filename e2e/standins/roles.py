@@ -1,5 +1,9 @@
 """IAM stand-ins: the ARNs and annotations the IAM components would export, computed from the
-settings by the same pure functions the components use."""
+settings by the same pure functions the components use.
+
+They create no IAM resource, so the IAM guarantees have no role of the stack to judge; they still
+follow each application from its settings (its role's ARN as IAM writes it) to the server's flags
+and the namespace annotation (`application-reachable`)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from dataclasses import dataclass, field
 import pulumi
 
 from components import policies
+from contracts import iam as aws_iam
 from contracts import names
 from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
@@ -32,10 +37,10 @@ class ComputedRoles:
         partition, account = cluster.partition, cluster.account_id
         paths = [policies.application_path(iam, app) for app in settings.applications.values()]
         return cls(
-            node_role_arn=policies.role_arn(
+            node_role_arn=aws_iam.role_arn(
                 partition, account, iam.kiam_role_path, names.node_role_name(name)
             ),
-            server_role_arn=policies.role_arn(
+            server_role_arn=aws_iam.role_arn(
                 partition, account, iam.kiam_role_path, names.server_role_name(name)
             ),
             role_base_arn=policies.role_base_arn(partition, account, iam),
@@ -58,7 +63,7 @@ class ComputedApplicationRole:
         cls, app: ApplicationSettings, settings: StackSettings, role_base_arn: str
     ) -> ComputedApplicationRole:
         cluster = settings.cluster
-        arn = policies.role_arn(
+        arn = aws_iam.role_arn(
             cluster.partition,
             cluster.account_id,
             policies.application_path(settings.iam, app),

@@ -4,8 +4,6 @@ mandatory policy with its message, and nothing is created."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from e2e.harness.environment import Environment
@@ -18,28 +16,20 @@ BROKEN = REPO / "e2e" / "fixtures" / "broken"
 ANTI_AFFINITY_MESSAGE = (
     "no required pod anti-affinity on kubernetes.io/hostname selecting server pods only"
 )
-# The guarantees judged on resources only the AWS and TLS sides create (their descriptions say
-# so): the e2e has IAM ARNs computed from the settings and certificates from a local CA, no
-# aws:iam or tls:* resources to judge. Disabled here, in the pack's configuration, not in code.
-CONFIG = {
-    f"kiam-{check}": {"enforcementLevel": "disabled"}
-    for check in ("iam-least-privilege", "server-certificate", "application-reachable")
-}
 
 
-def pack_args(env: Environment) -> list[str]:
-    config = env.root / "policy-config.json"
-    config.write_text(json.dumps(CONFIG))
-    return ["--policy-pack", str(LAUNCHER), "--policy-pack-config", str(config)]
+# Every policy as the pack declares it, none disabled: the guarantees run unchanged on the
+# stand-ins (tests/test_guarantees_on_standins.py shows the same stacks keeping them).
+PACK_ARGS = ["--policy-pack", str(LAUNCHER)]
 
 
 @pytest.mark.parametrize("name", EXAMPLE_STACKS)
 def test_every_example_stack_passes_the_pack(env: Environment, name: str) -> None:
     stack, _ = deploy(env, name, example_config(name))
     try:
-        preview = stack.preview(*pack_args(env))
+        preview = stack.preview(*PACK_ARGS)
         assert "Policies:" in preview.output and "✅ kiam" in preview.output, preview.output
-        up = stack.run("up", "--stack", name, "--yes", *pack_args(env))
+        up = stack.run("up", "--stack", name, "--yes", *PACK_ARGS)
         assert "✅ kiam" in up.output, up.output
     finally:
         stack.destroy()
@@ -60,7 +50,7 @@ def deployment_exists(env: Environment) -> bool:
 
 def test_a_resource_policy_stops_pulumi_up_before_anything_is_created(env: Environment) -> None:
     stack = broken(env, "no-anti-affinity", "server-anti-affinity")
-    up = stack.run("up", "--stack", stack.stack, "--yes", *pack_args(env), check=False)
+    up = stack.run("up", "--stack", stack.stack, "--yes", *PACK_ARGS, check=False)
     assert up.returncode != 0
     assert "[mandatory]  kiam-server-anti-affinity-resource" in up.output, up.output
     assert ANTI_AFFINITY_MESSAGE in up.output
@@ -71,7 +61,7 @@ def test_a_resource_policy_stops_pulumi_up_before_anything_is_created(env: Envir
 
 def test_without_a_preview_a_resource_policy_still_prevents_its_resource(env: Environment) -> None:
     stack = broken(env, "no-anti-affinity-unpreviewed", "server-anti-affinity")
-    up = stack.up(*pack_args(env), check=False)
+    up = stack.up(*PACK_ARGS, check=False)
     assert up.returncode != 0
     assert "kiam-server-anti-affinity-resource" in up.output, up.output
     # The steps before the Deployment's ran; its own never did.
@@ -84,7 +74,7 @@ def test_without_a_preview_a_resource_policy_still_prevents_its_resource(env: En
 
 def test_a_stack_policy_stops_pulumi_up_at_its_preview(env: Environment) -> None:
     stack = broken(env, "tolerant-agents", "agent-tolerations")
-    up = stack.run("up", "--stack", stack.stack, "--yes", *pack_args(env), check=False)
+    up = stack.run("up", "--stack", stack.stack, "--yes", *PACK_ARGS, check=False)
     assert up.returncode != 0
     assert "[mandatory]  kiam-agent-placement" in up.output, up.output
     assert "tolerates the server taint dedicated=kiam-server" in up.output
@@ -93,7 +83,7 @@ def test_a_stack_policy_stops_pulumi_up_at_its_preview(env: Environment) -> None
 
 def test_without_a_preview_a_stack_policy_only_reports_after_the_changes(env: Environment) -> None:
     stack = broken(env, "tolerant-agents-unpreviewed", "agent-tolerations")
-    up = stack.up(*pack_args(env), check=False)
+    up = stack.up(*PACK_ARGS, check=False)
     assert up.returncode != 0
     assert "[mandatory]  kiam-agent-placement" in up.output, up.output
     # Stack policies judge the finished stack: the agents were rolled out before the report.

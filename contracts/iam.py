@@ -1,0 +1,42 @@
+"""IAM's ARN grammar and the managed policies EKS requires of a node role: what the program builds
+its roles from and what the guarantees judge them against, so the two read one definition.
+
+Sources (each spelled out by `tests/test_contracts_iam.py`):
+- ARN formats: the IAM User Guide, "IAM identifiers", "IAM ARNs" (`arn:partition:iam::account:
+  role/path/name`; AWS managed policies live in the account `aws`).
+- The node role's policies: the Amazon EKS User Guide, "Amazon EKS node IAM role": a managed
+  node group's role needs `AmazonEKSWorkerNodePolicy`, `AmazonEC2ContainerRegistryReadOnly` and,
+  where the VPC CNI uses the node role (as here: no IRSA for `aws-node` is assumed),
+  `AmazonEKS_CNI_Policy`.
+"""
+
+from __future__ import annotations
+
+# The AWS managed policies every EKS worker node needs; the program attaches exactly these to the
+# server nodes' role, and guarantee 8 allows the node role exactly these.
+EKS_NODE_MANAGED_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryReadOnly",
+)
+
+
+def managed_policy_arn(partition: str, policy: str) -> str:
+    """ARN of an AWS managed policy (account `aws`, no path)."""
+    return f"arn:{partition}:iam::aws:policy/{policy}"
+
+
+def role_arn(partition: str, account_id: str, path: str, name: str) -> str:
+    """The ARN IAM gives a role: its path (`/` or `/a/b/`) and name are both part of it."""
+    return f"arn:{partition}:iam::{account_id}:role{path}{name}"
+
+
+def pod_role_annotation(arn: str, role_base_arn: str) -> str:
+    """What a pod annotates (`iam.amazonaws.com/role`) so that kiam resolves it to `arn`.
+
+    kiam v4.2 (`pkg/aws/sts/arn_resolver.go`) keeps an annotation starting with `arn:` as it is,
+    and otherwise prefixes `--role-base-arn` to it (after dropping one leading `/`). A role below
+    the base therefore goes by its path relative to the base (`team-a/billing-api`), which stays
+    the same in every account; any other role by its full ARN.
+    """
+    return arn[len(role_base_arn) :] if arn.startswith(role_base_arn) else arn

@@ -1,0 +1,89 @@
+"""What the stack asked for, as the guarantees judge it: derived from the validated settings and
+the contracts, never from what the judged resources say about themselves (no tag or annotation
+the program writes for the checker's sake)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn, role_arn
+from settings.loader import load_settings
+from settings.stack import StackSettings
+
+
+@dataclass(frozen=True)
+class ExpectedApplication:
+    """One application of `kiam:applications`, as the stack asked for it."""
+
+    name: str
+    """Its key under `kiam:applications` (and in the stack output `applications`)."""
+    namespace: str
+    service_account: str | None
+    """The service account trusted through IRSA; None without IRSA."""
+    role_name: str
+    path: str
+    """The role's IAM path: the application's own, or `kiam:iam.applicationRolePath`."""
+    arn: str
+    """The ARN IAM gives a role of that path and name in the stack's account."""
+    managed_policy_arns: frozenset[str]
+    inline_policies: Mapping[str, Any]
+    """Inline policy documents by name, as the settings give them."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The expectations of one stack."""
+
+    own_agents: bool
+    """Whether this stack deploys agents: not while a running install's agents are still the ones
+    in service (migration phase `servers`)."""
+    allow_any_role: bool
+    """`kiam:iam.allowAnyRole`: the server role may assume `role/*`."""
+    node_managed_policy_arns: frozenset[str]
+    """Exactly the managed policies the server nodes' role needs: EKS's worker node policies."""
+    applications: tuple[ExpectedApplication, ...]
+
+    @classmethod
+    def of(cls, settings: StackSettings) -> Expected:
+        cluster, iam = settings.cluster, settings.iam
+        partition, account = cluster.partition, cluster.account_id
+        applications = []
+        for name, app in sorted(settings.applications.items()):
+            # The settings' rule (docs/configuration.md): an application's own path, or the
+            # configured application path.
+            path = app.path or iam.application_role_path
+            applications.append(
+                ExpectedApplication(
+                    name=name,
+                    namespace=app.namespace,
+                    service_account=app.irsa.service_account if app.irsa else None,
+                    role_name=app.role_name,
+                    path=path,
+                    arn=role_arn(partition, account, path, app.role_name),
+                    managed_policy_arns=frozenset(app.managed_policy_arns),
+                    inline_policies=dict(app.inline_policies),
+                )
+            )
+        return cls(
+            own_agents=settings.adoption is None or settings.adoption.phase != "servers",
+            allow_any_role=iam.allow_any_role,
+            node_managed_policy_arns=frozenset(
+                managed_policy_arn(partition, policy) for policy in EKS_NODE_MANAGED_POLICIES
+            ),
+            applications=tuple(applications),
+        )
+
+    @classmethod
+    def of_running_stack(cls) -> Expected:
+        """The expectations of the stack whose program the Pulumi runtime runs, from its config
+        as the program itself reads it (`settings.load_settings`): in the policy pack, the
+        stack's config that the engine hands the pack's process (`PULUMI_CONFIG`, which
+        pulumi-policy loads before each analysis); after a mock-engine run, that run's config.
+        Raises `SettingsError` where there is none, or it is invalid."""
+        return cls.of(load_settings())
+
+
+class MissingExpectationsError(LookupError):
+    """A check that judges against the settings was run without them."""

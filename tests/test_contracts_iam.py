@@ -1,0 +1,45 @@
+"""The IAM facts of `contracts.iam`, spelled out literally with their sources, so a wrong
+constant fails here instead of passing every gate that reads it."""
+
+from __future__ import annotations
+
+from contracts.iam import (
+    EKS_NODE_MANAGED_POLICIES,
+    managed_policy_arn,
+    pod_role_annotation,
+    role_arn,
+)
+
+
+def test_the_node_role_needs_exactly_the_eks_worker_cni_and_registry_policies() -> None:
+    # Amazon EKS User Guide, "Amazon EKS node IAM role": AmazonEKSWorkerNodePolicy,
+    # AmazonEC2ContainerRegistryReadOnly, and AmazonEKS_CNI_Policy where the VPC CNI runs as
+    # the node role.
+    assert sorted(EKS_NODE_MANAGED_POLICIES) == [
+        "AmazonEC2ContainerRegistryReadOnly",
+        "AmazonEKSWorkerNodePolicy",
+        "AmazonEKS_CNI_Policy",
+    ]
+
+
+def test_arns_as_iam_writes_them() -> None:
+    # IAM User Guide, "IAM identifiers": arn:partition:iam::account-id:role/role-name-with-path,
+    # AWS managed policies under the account `aws`.
+    assert managed_policy_arn("aws", "AdministratorAccess") == (
+        "arn:aws:iam::aws:policy/AdministratorAccess"
+    )
+    assert managed_policy_arn("aws-cn", "AmazonEKS_CNI_Policy") == (
+        "arn:aws-cn:iam::aws:policy/AmazonEKS_CNI_Policy"
+    )
+    assert role_arn("aws", "111122223333", "/", "x") == "arn:aws:iam::111122223333:role/x"
+    assert role_arn("aws-us-gov", "1", "/a/b/", "x") == "arn:aws-us-gov:iam::1:role/a/b/x"
+
+
+def test_a_pod_annotation_kiam_resolves_back_to_the_role() -> None:
+    # kiam v4.2 pkg/aws/sts/arn_resolver.go: an `arn:` annotation is kept, anything else is
+    # appended to --role-base-arn.
+    base = "arn:aws:iam::1:role/apps/"
+    assert pod_role_annotation(f"{base}team/x", base) == "team/x"
+    assert pod_role_annotation("arn:aws:iam::1:role/other/x", base) == (
+        "arn:aws:iam::1:role/other/x"
+    )

@@ -1,0 +1,145 @@
+"""The guarantees run unchanged on the real-engine suite's cloud side (e2e/standins): the stack the
+e2e deploys, built here through the mock engine, keeps every guarantee, and a breakage of what the
+stand-ins produce is caught, so the e2e turns no guarantee off."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.cloud import CertificateRequest
+from e2e.standins.certificates import make_ca, make_leaf
+from e2e.standins.cloud import KwokCloud
+from invariants import UNKNOWN, Resource, Violation, check_all
+from invariants.expected import Expected
+from invariants.recorded import resources_from_recording
+from invariants.x509 import dns_names
+from program.kubernetes import kubernetes_provider
+from program.stack import build, export_outputs
+from settings.loader import settings_from_values
+from settings.stack import StackSettings
+from tests.conftest import EXAMPLE_STACKS, example_config
+from tools.mock_engine import MockEngine
+
+SECRET = "kubernetes:core/v1:Secret"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+PATCH = "kubernetes:core/v1:NamespacePatch"
+
+
+def settings_of(config: dict[str, Any]) -> StackSettings:
+    values = {k.removeprefix("kiam:"): v for k, v in config.items() if k.startswith("kiam:")}
+    return settings_from_values(values, "test")
+
+
+def standin_resources(stack: str, state: Path) -> list[Resource]:
+    """The e2e program (e2e/program/__main__.py) under the mock engine: the same composition
+    with the stand-in cloud side, and a Kubernetes provider."""
+    config = example_config(stack)
+    settings = settings_of(config)
+
+    def program() -> None:
+        provider = kubernetes_provider(settings, "apiVersion: v1\nkind: Config\n")
+        cloud = KwokCloud(settings, state)
+        export_outputs(build(settings, cloud, [provider]), settings)
+
+    cluster = settings.cluster
+    engine = MockEngine(
+        account_id=cluster.account_id, region=cluster.region, stack=stack, config=config
+    )
+    return resources_from_recording(engine.run(program))
+
+
+@pytest.fixture(scope="module")
+def production(tmp_path_factory: pytest.TempPathFactory) -> list[Resource]:
+    return standin_resources("production", tmp_path_factory.mktemp("state"))
+
+
+PRODUCTION = Expected.of(settings_of(example_config("production")))
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_every_example_stack_on_the_stand_ins_keeps_every_guarantee(
+    stack: str, tmp_path: Path
+) -> None:
+    resources = standin_resources(stack, tmp_path)
+    # Nothing of AWS or pulumi-tls: the guarantees judge what the stand-ins produce.
+    assert not [r.type for r in resources if r.type.startswith(("aws:", "tls:"))]
+    assert check_all(resources, Expected.of(settings_of(example_config(stack)))) == []
+
+
+def with_server_certificate(resources: list[Resource], pem: Any) -> list[Resource]:
+    def change(r: Resource) -> Resource:
+        if r.type != SECRET or r.inputs["metadata"]["name"] != "kiam-server-certificate":
+            return r
+        data = {**r.inputs["stringData"], "tls.crt": pem}
+        return dataclasses.replace(r, inputs={**r.inputs, "stringData": data})
+
+    return [change(r) for r in resources]
+
+
+def test_a_certificate_issued_outside_the_stack_is_judged_itself(
+    production: list[Resource],
+) -> None:
+    """The stand-in CA creates no resource: the guarantee reads the certificate in the Secret."""
+    ca_cert, ca_key = make_ca("kiam-ca", 24)
+    request = CertificateRequest(
+        common_name="kiam-server",
+        dns_names=["kiam-server", "localhost"],
+        ip_addresses=["127.0.0.1"],
+        uses=["digital_signature", "key_encipherment", "server_auth"],
+        validity_hours=24,
+        early_renewal_hours=1,
+    )
+    short, _ = make_leaf(request, ca_cert, ca_key)
+    agent = next(r for r in production if r.type == DAEMON_SET)
+    assert check_all(with_server_certificate(production, short), PRODUCTION) == [
+        Violation(
+            "server-certificate",
+            agent.urn,
+            "dials kiam-server.kiam.svc.cluster.local, which the server certificate does not name",
+        )
+    ]
+    assert check_all(with_server_certificate(production, UNKNOWN), PRODUCTION) == []
+
+
+def test_an_application_the_stand_ins_make_unreachable_is_caught(
+    production: list[Resource],
+) -> None:
+    """No IAM resource exists on the stand-ins; the application is still followed from its
+    settings (its role's ARN as IAM writes it) to the namespace that must admit it."""
+
+    def change(r: Resource) -> Resource:
+        if r.type != PATCH or r.inputs["metadata"]["name"] != "orders":
+            return r
+        metadata = {**r.inputs["metadata"], "annotations": {"iam.amazonaws.com/permitted": "x"}}
+        return dataclasses.replace(r, inputs={**r.inputs, "metadata": metadata})
+
+    arn = "arn:aws:iam::444455556666:role/kiam-apps/production/orders-api"
+    assert check_all([change(r) for r in production], PRODUCTION) == [
+        Violation(
+            "application-reachable",
+            "stack",
+            f"application orders: namespace orders permits 'x', which does not admit {arn}",
+        )
+    ]
+
+
+def test_the_dns_names_of_a_certificate_are_read_as_x509_writes_them() -> None:
+    ca_cert, ca_key = make_ca("kiam-ca", 24)
+    many = [f"name-{i}.kiam.svc.cluster.local" for i in range(40)]  # past 127 bytes: long form
+    request = CertificateRequest(
+        common_name="kiam-server",
+        dns_names=["kiam-server", *many],
+        ip_addresses=["127.0.0.1"],
+        uses=["digital_signature", "key_encipherment", "server_auth", "client_auth"],
+        validity_hours=24,
+        early_renewal_hours=1,
+    )
+    leaf, _ = make_leaf(request, ca_cert, ca_key)
+    assert dns_names(leaf) == ["kiam-server", *many]
+    assert dns_names(ca_cert) == []  # a CA without subjectAltName
+    assert dns_names("not a certificate") is None
+    assert dns_names("-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----") is None

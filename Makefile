@@ -36,15 +36,17 @@ plans: $(BIN)/.installed-plan  ## Plan every stack in stacks/ into plan/<stack>;
 		$(BIN)/python -m tools.plan --stack $$stack --out plan/$$stack; \
 	done
 
-test: $(BIN)/.installed-dev  ## Lint, type-check and run every test
+test: $(BIN)/.installed-dev  ## Lint, type-check, check the import layers and run every test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(BIN)/.installed-dev
 	$(BIN)/mypy
@@ -78,4 +80,4 @@ bench: $(BIN)/.installed-plan  ## Time the offline plan against the SDK import f
 	$(BIN)/python -m tools.bench
 
 clean:
-	rm -rf $(VENV) $(E2E_VENV) plan .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(E2E_VENV) plan .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

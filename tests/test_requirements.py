@@ -135,7 +135,7 @@ def test_each_requirement_has_one_home_and_the_files_include_each_other_in_order
         "requirements-plan.txt": ["requirements.txt"],
         "requirements-dev.txt": ["requirements.txt", "requirements-plan.txt"],
     }
-    assert {"pytest", "mypy", "ruff", "hypothesis"} <= named[2]
+    assert {"pytest", "mypy", "ruff", "hypothesis", "import-linter"} <= named[2]
 
 
 @pytest.mark.parametrize(

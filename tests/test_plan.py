@@ -86,6 +86,21 @@ def test_plans_an_arbitrary_stack_file(
     assert "servers       2 x" in out
 
 
+def test_plans_a_kubernetes_version_newer_than_the_validators_schemas_and_says_so(
+    tmp_stack: Callable[[Any], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubernetes_validate.utils import latest_version
+
+    newest = latest_version().removesuffix(".0")
+    path = tmp_stack(base_config(cluster={"kubernetesVersion": "1.99"}))
+    assert main(["--config-file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"✓ 11 manifests valid (Kubernetes 1.99 with the {newest} schemas, the nearest "
+        "kubernetes-validate ships, strict)"
+    ) in out
+
+
 def test_invalid_settings_exit_2_with_the_message_and_no_traceback(
     tmp_stack: Callable[[Any], Path],
 ) -> None:

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         recording = run_main(config, stack=stack, secret_keys=_secret_keys(config))
         plan = render(recording)
         violations = check_all(resources_from_recording(recording))
-        findings = validator(plan, settings.cluster)
+        findings, schemas = validator(plan, settings.cluster)
 
     if args.diff:
         from tools.plan_diff import diff_plans, read_plan_dir, report
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                 "Validators",
                 [f"✗ {f}" for f in findings]
                 or [
-                    f"✓ {len(plan.manifests)} manifests valid (Kubernetes {settings.cluster.kubernetes_version}{_crd_note(plan)}, strict)",
+                    f"✓ {len(plan.manifests)} manifests valid ({_schema_note(settings.cluster.kubernetes_version, schemas)}{_crd_note(plan)}, strict)",
                     f"✓ {len(plan.iam)} IAM roles lint clean (parliament)",
                 ],
             )
@@ -99,6 +99,14 @@ def main(argv: list[str] | None = None) -> int:
             f"\nWrote {args.out}/resources.json, {len(plan.manifests)} manifests and {len(plan.iam)} IAM roles."
         )
     return EXIT_FAILED if violations or findings else EXIT_OK
+
+
+def _schema_note(kubernetes_version: str, schemas: str) -> str:
+    """Which Kubernetes schemas validated the manifests: the cluster's own, or the nearest ones."""
+    if schemas == f"{kubernetes_version}.0":
+        return f"Kubernetes {kubernetes_version}"
+    nearest = schemas.removesuffix(".0")
+    return f"Kubernetes {kubernetes_version} with the {nearest} schemas, the nearest kubernetes-validate ships"
 
 
 def _crd_note(plan: Any) -> str:
@@ -117,8 +125,12 @@ def _secret_keys(config: dict[str, Any]) -> list[str]:
     return [k for k, v in config.items() if UNDECRYPTED_SECRET in json.dumps(v)]
 
 
+Validator = Callable[[Any, Any], tuple[list[Any], str]]
+"""(plan, cluster settings) -> (the findings, the Kubernetes schema version validated against)"""
+
+
 @contextlib.contextmanager
-def _validator_process(enabled: bool) -> Iterator[Callable[[Any, Any], list[Any]]]:
+def _validator_process(enabled: bool) -> Iterator[Validator]:
     """Validators loaded in a second process while this one runs the program.
 
     Loading them (parliament parses ~10 MB of IAM definitions) costs about as much as the
@@ -128,18 +140,23 @@ def _validator_process(enabled: bool) -> Iterator[Callable[[Any, Any], list[Any]
     from tools import validate
 
     if not enabled:
-        yield lambda plan, cluster: []
+        yield lambda plan, cluster: ([], "")
         return
     # Forking is safe only while this process has one thread (always so for the command line;
     # not inside a test runner that already ran the SDK): otherwise validate here, afterwards.
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        yield lambda plan, cluster: validate.validate_plan(plan.manifests, plan.iam, cluster)
+        yield lambda plan, cluster: (
+            validate.validate_plan(plan.manifests, plan.iam, cluster),
+            validate.kubernetes_schema_version(cluster.kubernetes_version),
+        )
         return
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         pool.submit(validate.preload)
-        yield lambda plan, cluster: pool.submit(
-            validate.validate_plan, plan.manifests, plan.iam, cluster
-        ).result()
+        yield lambda plan, cluster: (
+            pool.submit(validate.validate_plan, plan.manifests, plan.iam, cluster).result(),
+            # Asked of the second process too: it has loaded the validator already.
+            pool.submit(validate.kubernetes_schema_version, cluster.kubernetes_version).result(),
+        )
 
 
 def _section(title: str, lines: list[str]) -> str:

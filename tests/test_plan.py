@@ -28,9 +28,7 @@ def test_plans_the_dev_stack_and_writes_the_rendered_plan(
     assert (
         "✓ Deployment kiam-server follows NodeGroup kiam-server-nodes's name (nodeSelector)" in out
     )
-    assert (
-        "✓ DaemonSet kiam-agent waits for Deployment kiam-server, Namespace kiam-namespace" in out
-    )
+    assert "✓ DaemonSet kiam-agent waits for Deployment kiam-server (Ready), Secret" in out
     assert "✓ all invariants hold" in out
     assert "✓ 11 manifests valid (Kubernetes 1.33, strict)" in out
     assert sorted(p.name for p in (tmp_path / "manifests").iterdir()) == [

@@ -8,34 +8,47 @@ E2E_BIN := $(E2E_VENV)/bin
 
 .PHONY: install plan plans test lint typecheck bench clean e2e e2e-toolchain e2e-install e2e-bench sandbox sandbox-down
 
+# Each target installs what it runs and no more: `pulumi up` needs only requirements.txt (the
+# deploy job installs nothing else), the offline plan adds its validators, the tests add the test,
+# lint and type-check tools. The stamps make a second run install nothing.
 $(BIN)/.installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
-install: $(BIN)/.installed  ## Create .venv with the program's and the tools' dependencies
+$(BIN)/.installed-plan: $(BIN)/.installed requirements-plan.txt
+	$(BIN)/python -m pip install --quiet -r requirements-plan.txt
+	touch $@
 
-plan: $(BIN)/.installed  ## Plan a stack offline (default: the dev example) into plan/$(STACK)
+$(BIN)/.installed-dev: $(BIN)/.installed-plan requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(BIN)/.installed  ## Create .venv with what `pulumi up` needs (requirements.txt)
+
+plan: $(BIN)/.installed-plan  ## Plan a stack offline (default: the dev example) into plan/$(STACK)
 	$(BIN)/python -m tools.plan --stack $(STACK) --out plan/$(STACK)
 
-plans: $(BIN)/.installed  ## Plan every stack in stacks/ into plan/<stack>; fail if any fails
+plans: $(BIN)/.installed-plan  ## Plan every stack in stacks/ into plan/<stack>; fail if any fails
 	set -e; for file in stacks/Pulumi.*.yaml; do \
 		stack=$$(basename $$file .yaml); stack=$${stack#Pulumi.}; \
 		$(BIN)/python -m tools.plan --stack $$stack --out plan/$$stack; \
 	done
 
-test: $(BIN)/.installed  ## Lint, type-check and run every test
+test: $(BIN)/.installed-dev  ## Lint, type-check, check the import layers and run every test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
-lint: $(BIN)/.installed
+lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
-typecheck: $(BIN)/.installed
+typecheck: $(BIN)/.installed-dev
 	$(BIN)/mypy
 
 # The real engine and control plane, built from Go modules into ~/.cache/kiam-eks/e2e (once:
@@ -63,8 +76,8 @@ sandbox: e2e-install  ## A local cluster running a stack: make sandbox STACK=dev
 sandbox-down:  ## Stop the sandbox and remove its state
 	$(E2E_BIN)/python -m e2e.sandbox down
 
-bench: $(BIN)/.installed  ## Time the offline plan against the SDK import floor
+bench: $(BIN)/.installed-plan  ## Time the offline plan against the SDK import floor
 	$(BIN)/python -m tools.bench
 
 clean:
-	rm -rf $(VENV) $(E2E_VENV) plan .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(E2E_VENV) plan .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

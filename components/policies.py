@@ -20,8 +20,8 @@ def role_base_arn(partition: str, account_id: str, iam: IamSettings) -> str:
 
 
 def application_path(iam: IamSettings, application: ApplicationSettings) -> str:
-    """An application role's IAM path: its own, or the configured application path."""
-    return application.path or iam.application_role_path
+    """An application role's IAM path (`ApplicationSettings.role_path`), for the e2e stand-ins."""
+    return application.role_path(iam)
 
 
 def application_role_patterns(

@@ -1,7 +1,7 @@
 """IAM's ARN grammar and the managed policies EKS requires of a node role: what the program builds
 its roles from and what the guarantees judge them against, so the two read one definition.
 
-Sources (each spelled out by `tests/test_contracts_iam.py`):
+Sources (each spelled out by `tests/contracts/test_iam.py`):
 - ARN formats: the IAM User Guide, "IAM identifiers", "IAM ARNs" (`arn:partition:iam::account:
   role/path/name`; AWS managed policies live in the account `aws`).
 - The node role's policies: the Amazon EKS User Guide, "Amazon EKS node IAM role": a managed

@@ -1,13 +1,56 @@
-"""Adapter: the mock engine's recorded registrations as the checks' resources."""
+"""Adapter: a recorded run's registrations (the mock engine's, or any engine's recording of the
+same shape) as the checks' resources.
+
+The guarantees sit below `tools` (they also run in the policy pack, which has no tools), so they
+name what they read of a recording here, as protocols, instead of importing the mock engine's
+classes: `tools.mock_engine.Recording` fits them as it is, and mypy holds it to them wherever a
+recording is passed in (`tools/plan.py`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
 from contracts.tokens import STACK
 from invariants.model import Resource
-from tools.mock_engine import Recording
 
 
-def resources_from_recording(recording: Recording) -> list[Resource]:
+class RecordedRegistration(Protocol):
+    """What the checks read of one registered resource."""
+
+    @property
+    def urn(self) -> str: ...
+    @property
+    def parent(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def custom(self) -> bool: ...
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+    @property
+    def dependencies(self) -> Sequence[str]: ...
+    @property
+    def property_dependencies(self) -> Mapping[str, Sequence[str]]: ...
+    @property
+    def delete_before_replace(self) -> bool: ...
+    @property
+    def outputs(self) -> Mapping[str, Any]: ...
+
+
+class RecordedRun(Protocol):
+    """Every registration of one program run, in order."""
+
+    @property
+    def registrations(self) -> Sequence[RecordedRegistration]: ...
+    @property
+    def stack_outputs(self) -> Mapping[str, Any]: ...
+
+
+def resources_from_recording(recording: RecordedRun) -> list[Resource]:
     """Custom resources (components carry no inputs worth checking), and the root stack with the
     stack outputs, as the engine hands them to a policy pack."""
     roots = {r.parent for r in recording.registrations if r.parent.split("::")[2:3] == [STACK]}

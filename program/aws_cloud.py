@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pulumi
 
-from components import policies
 from components.application_role import ApplicationRole, ApplicationRoleArgs
 from components.cloud import KiamRoles
 from components.iam import IamArgs, KiamIam
@@ -25,7 +24,7 @@ class AwsCloud:
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> KiamIam:
         s = self.settings
-        paths = [policies.application_path(s.iam, app) for app in s.applications.values()]
+        paths = [app.role_path(s.iam) for app in s.applications.values()]
         return KiamIam(name, IamArgs(cluster=s.cluster, iam=s.iam, application_paths=paths), opts)
 
     def server_nodes(
@@ -56,7 +55,7 @@ class AwsCloud:
             name,
             ApplicationRoleArgs(
                 settings=settings,
-                path=policies.application_path(s.iam, settings),
+                path=settings.role_path(s.iam),
                 server_role_arn=roles.server_role_arn,
                 role_base_arn=roles.role_base_arn,
                 oidc_issuer=self.oidc_issuer,

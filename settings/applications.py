@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, model_validator
 
 from settings.base import DnsLabel, Model, matching
-from settings.iam import RolePath
+from settings.iam import IamSettings, RolePath
 from settings.policy_document import (
     ROLE_INLINE_POLICY_CHARACTERS,
     check_policy_document,
@@ -89,3 +89,7 @@ class ApplicationSettings(Model):
                 f"{ROLE_INLINE_POLICY_CHARACTERS} per role (move some into managed policies)"
             )
         return self
+
+    def role_path(self, iam: IamSettings) -> str:
+        """The role's IAM path: its own `path`, or `kiam:iam.applicationRolePath`."""
+        return self.path or iam.application_role_path

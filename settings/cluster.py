@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import BeforeValidator, Field
 
 from contracts import names
 from settings.base import DnsName, Model, matching
@@ -28,18 +28,6 @@ _REGION = "|".join(f"({regex})" for _, regex, _ in PARTITIONS)
 # AWS provider allows a name prefix of at most 99 characters (terraform-provider-aws,
 # verify.ValidLaunchTemplateName): the rest of the prefix takes 13 of them.
 MAX_CLUSTER_NAME = 99 - len(names.launch_template_name_prefix(""))
-# kubernetes-validate (tools/validate.py) ships the API schemas up to this minor version; a plan
-# for a later one could not validate its manifests.
-NEWEST_KUBERNETES_MINOR = 37
-
-
-def _check_known_version(version: str) -> str:
-    if int(version.split(".")[1]) > NEWEST_KUBERNETES_MINOR:
-        raise ValueError(
-            f"{version} is newer than 1.{NEWEST_KUBERNETES_MINOR}, the newest Kubernetes whose API "
-            "schemas the plan can validate manifests against"
-        )
-    return version
 
 
 def _not_a_number(value: object) -> object:
@@ -79,13 +67,15 @@ class ClusterSettings(Model):
         description="AWS region of the cluster; also kiam's regional STS endpoint. Its partition "
         "(`aws`, `aws-cn`, `aws-us-gov`...) is the one of every ARN the program writes."
     )
+    # Any minor from 1.25 on, including one newer than the validator's schemas: what EKS runs is
+    # not the offline plan's to refuse (it validates against the nearest schemas it has).
     kubernetes_version: Annotated[
         str,
-        matching(r"1\.(2[5-9]|3[0-9])", "a Kubernetes minor version from 1.25, such as 1.33"),
-        AfterValidator(_check_known_version),
+        matching(r"1\.(2[5-9]|[3-9][0-9])", "a Kubernetes minor version from 1.25, such as 1.33"),
     ] = Field(
         description="The cluster's Kubernetes minor version: the server node group runs it and "
-        "rendered manifests are validated against its API schemas."
+        "the offline plan validates rendered manifests against its API schemas (or, for a "
+        "version newer than the validator knows, the newest it has, and says so)."
     )
     cluster_domain: DnsName = Field(
         default="cluster.local",

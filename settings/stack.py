@@ -7,6 +7,7 @@ import re
 from pydantic import Field, SecretStr, model_validator
 
 from contracts import kiam
+from contracts.iam import role_arn
 from settings.adoption import AdoptionSettings
 from settings.agent import AgentSettings
 from settings.applications import ApplicationSettings
@@ -139,13 +140,10 @@ class StackSettings(Model):
                 )
 
     def _check_existing_permitted(self) -> None:
-        # The ARN IAM gives a role; imported here only, as the rest of the settings need nothing
-        # outside this package (and components import settings).
-        from components.policies import application_path, role_arn
-
         cluster, iam = self.cluster, self.iam
         for namespace, value in sorted(self.existing_permitted.items()):
             key = f"kiam:existingPermitted.{namespace}"
+            # kiam's own matching rules (v4.2), which the guarantees judge namespaces by too.
             problem = kiam.permitted_regexp_problem(value)
             if problem is not None:
                 raise ValueError(
@@ -154,7 +152,7 @@ class StackSettings(Model):
             for app, settings in sorted(self.applications.items()):
                 if settings.namespace == namespace:
                     continue
-                path = application_path(iam, settings)
+                path = settings.role_path(iam)
                 arn = role_arn(cluster.partition, cluster.account_id, path, settings.role_name)
                 # The stack keeps admitting what the value admits while it holds the annotation:
                 # it would let this namespace's pods assume another namespace's role.
@@ -203,7 +201,7 @@ class StackSettings(Model):
         if iam.allow_any_role:
             return
         for app, settings in self.applications.items():
-            path = settings.path or iam.application_role_path
+            path = settings.role_path(iam)
             if not path.startswith(iam.application_role_path):
                 raise ValueError(
                     f"kiam:applications.{app}.path {path!r} is outside kiam:iam.applicationRolePath "

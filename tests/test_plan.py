@@ -28,9 +28,7 @@ def test_plans_the_dev_stack_and_writes_the_rendered_plan(
     assert (
         "✓ Deployment kiam-server follows NodeGroup kiam-server-nodes's name (nodeSelector)" in out
     )
-    assert (
-        "✓ DaemonSet kiam-agent waits for Deployment kiam-server, Namespace kiam-namespace" in out
-    )
+    assert "✓ DaemonSet kiam-agent waits for Deployment kiam-server (Ready), Secret" in out
     assert "✓ all invariants hold" in out
     assert "✓ 11 manifests valid (Kubernetes 1.33, strict)" in out
     assert sorted(p.name for p in (tmp_path / "manifests").iterdir()) == [
@@ -84,6 +82,21 @@ def test_plans_an_arbitrary_stack_file(
     out = capsys.readouterr().out
     assert f"Offline plan of stack branch ({path})" in out
     assert "servers       2 x" in out
+
+
+def test_plans_a_kubernetes_version_newer_than_the_validators_schemas_and_says_so(
+    tmp_stack: Callable[[Any], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubernetes_validate.utils import latest_version
+
+    newest = latest_version().removesuffix(".0")
+    path = tmp_stack(base_config(cluster={"kubernetesVersion": "1.99"}))
+    assert main(["--config-file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"✓ 11 manifests valid (Kubernetes 1.99 with the {newest} schemas, the nearest "
+        "kubernetes-validate ships, strict)"
+    ) in out
 
 
 def test_invalid_settings_exit_2_with_the_message_and_no_traceback(

@@ -217,8 +217,8 @@ NEAR_MISSES = {
     # What AWS, EKS, Kubernetes, kiam or gRPC would refuse (or quietly ignore) at apply time.
     "region of no partition": lambda c, n: c["kiam:cluster"].update(region=f"xx-west-{n}"),
     "cluster name too long": lambda c, n: c["kiam:cluster"].update(name="c" * (86 + n)),
-    "kubernetes newer than the schemas": lambda c, n: c["kiam:cluster"].update(
-        kubernetesVersion=f"1.{37 + n}"
+    "kubernetes older than 1.25": lambda c, n: c["kiam:cluster"].update(
+        kubernetesVersion=f"1.{25 - n}"
     ),
     "zone of another region": lambda c, n: c["kiam:nodeGroup"]["subnets"][0].update(
         zone=f"eu-west-{1 + n}a"

@@ -19,7 +19,7 @@ from settings.stack import StackSettings
 from tests.conftest import EXAMPLE_STACKS, example_config, run_program
 from tools.plan_diff import diff_plans, read_plan_dir, report
 from tools.render import Plan, render
-from tools.validate import Finding, iam_findings, kubernetes_findings
+from tools.validate import Finding, iam_findings, kubernetes_findings, nearest_schema_version
 
 # What kiam itself renders for every stack; an application adds its role and, per namespace, a
 # patch of the namespace's permitted-roles annotation (production has one, trusted through IRSA).
@@ -81,6 +81,49 @@ def test_the_rendered_plan_matches_its_snapshot(
 ) -> None:
     files = {path: text for path, text in stack_plan[1].files().items() if path != "resources.json"}
     assert files == snapshot
+
+
+# The schema versions kubernetes-validate 1.37 ships (kubernetes_validate/kubernetes-json-schema).
+SHIPPED = [f"1.{minor}.0" for minor in range(25, 38)]
+
+
+@pytest.mark.parametrize(
+    ("kubernetes_version", "available", "schemas"),
+    [
+        ("1.33", SHIPPED, "1.33.0"),
+        ("1.37", SHIPPED, "1.37.0"),
+        # EKS ran 1.38 before the validator had its schemas: the newest it has, not a refusal.
+        ("1.38", SHIPPED, "1.37.0"),
+        ("1.99", SHIPPED, "1.37.0"),
+        ("1.25", SHIPPED[3:], "1.28.0"),
+        # A gap: the nearer one, and the older of two as near.
+        ("1.31", ["1.30.0", "1.33.0"], "1.30.0"),
+        ("1.32", ["1.30.0", "1.33.0"], "1.33.0"),
+        ("1.31", ["1.30.0", "1.32.0"], "1.30.0"),
+    ],
+)
+def test_manifests_are_validated_against_the_nearest_schemas_the_validator_ships(
+    kubernetes_version: str, available: list[str], schemas: str
+) -> None:
+    assert nearest_schema_version(kubernetes_version, available) == schemas
+
+
+def test_a_version_newer_than_the_schemas_is_validated_against_the_newest_and_named() -> None:
+    from kubernetes_validate.utils import latest_version
+
+    deployment: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {"selector": {}, "template": {}, "replica": 3},
+    }
+    assert kubernetes_findings({"broken.yaml": deployment}, "1.99") == [
+        Finding(
+            "broken.yaml",
+            f"kubernetes-validate {latest_version()} strict",
+            "spec: Additional properties are not allowed ('replica' was unexpected)",
+        )
+    ]
 
 
 def test_the_kubernetes_validator_can_fail() -> None:

@@ -93,3 +93,31 @@ def test_deploys_one_environment_per_stack_never_two_runs_at_once() -> None:
     assert up["environment"] == "${{ matrix.stack }}"
     assert up["concurrency"] == {"group": "deploy-${{ matrix.stack }}", "cancel-in-progress": False}
     assert up["strategy"]["max-parallel"] == 1
+
+
+def test_deploys_only_a_push_to_main_that_passed_ci_and_exactly_the_commit_tested() -> None:
+    deploy = load("deploy.yml")
+    assert deploy[True] == {
+        "workflow_run": {
+            "workflows": [load("ci.yml")["name"]],
+            "types": ["completed"],
+            "branches": ["main"],
+        }
+    }  # no push or manual trigger: either would deploy without CI
+    jobs = deploy["jobs"]
+    assert jobs["stacks"]["if"] == (
+        "github.event.workflow_run.conclusion == 'success' && github.event.workflow_run.event == 'push'"
+    )
+    assert jobs["up"]["needs"] == "stacks"  # skipped with it when CI did not pass
+    for job in jobs.values():
+        checkout = steps_using(job, "actions/checkout")
+        assert [s["with"]["ref"] for s in checkout] == ["${{ github.event.workflow_run.head_sha }}"]
+
+
+def test_deploy_installs_the_program_and_the_policy_pack_only() -> None:
+    """`make install` installs requirements.txt alone (tests/test_requirements.py), so the job
+    that holds the deploy role runs no test, lint or validator package."""
+    up = load("deploy.yml")["jobs"]["up"]
+    assert [s["run"] for s in up["steps"] if "run" in s] == [
+        "make install && python -m venv policy/venv && policy/venv/bin/pip install -r policy/requirements.txt"
+    ]

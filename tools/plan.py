@@ -6,8 +6,8 @@
     python -m tools.plan --stack dev --diff BASE_DIR    # per-object diff against an earlier --out
 
 No cloud credentials, no Pulumi CLI. Exit codes: 0 planned cleanly (with --diff: no change);
-1 a validator or a guarantee failed (with --diff: the plans differ); 2 the stack settings are
-invalid (nothing was registered).
+1 a validator, a guarantee or an ordering edge failed (with --diff: the plans differ); 2 the
+stack settings are invalid (nothing was registered).
 """
 
 from __future__ import annotations
@@ -23,9 +23,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from invariants import check_all
+from invariants.recorded import resources_from_recording
 from settings import SettingsError, settings_from_stack_file
+from settings.base import UNDECRYPTED_SECRET
 from settings.loader import stack_name_of
 from settings.stack import StackSettings
+from tools import validate
 from tools.stack_source import add_stack_source, stack_file_of
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID_SETTINGS = 0, 1, 2
@@ -58,10 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return EXIT_INVALID_SETTINGS
 
-    # Imported here: a settings error above answers without loading the cloud SDKs.
-    from invariants import check_all
-    from invariants.recorded import resources_from_recording
+    # Imported here: a settings error above answers without loading the cloud SDKs, which these
+    # load (through the mock engine).
     from tools.mock_engine import run_main
+    from tools.ordering import ordering_edges
+    from tools.plan_diff import diff_plans, read_plan_dir, report
     from tools.render import render
 
     # A diff only compares renderings; validators and guarantees are the plain plan's job.
@@ -69,18 +74,17 @@ def main(argv: list[str] | None = None) -> int:
         recording = run_main(config, stack=stack, secret_keys=_secret_keys(config))
         plan = render(recording)
         violations = check_all(resources_from_recording(recording))
-        findings = validator(plan, settings.cluster)
+        findings, schemas = validator(plan, settings.cluster)
 
     if args.diff:
-        from tools.plan_diff import diff_plans, read_plan_dir, report
-
         result = diff_plans(read_plan_dir(args.diff), plan.files())
         print(report(result))
         if args.out:
             write(plan, args.out)
         return EXIT_OK if result.equal else EXIT_FAILED
 
-    print(summary(stack, path, settings, recording))
+    edges = ordering_edges(recording)
+    print(summary(stack, path, settings, recording, [str(edge) for edge in edges]))
     print(_section("Guarantees", [f"✗ {v}" for v in violations] or ["✓ all invariants hold"]))
     if not args.no_validate:
         print(
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 "Validators",
                 [f"✗ {f}" for f in findings]
                 or [
-                    f"✓ {len(plan.manifests)} manifests valid (Kubernetes {settings.cluster.kubernetes_version}{_crd_note(plan)}, strict)",
+                    f"✓ {len(plan.manifests)} manifests valid ({_schema_note(settings.cluster.kubernetes_version, schemas)}{_crd_note(plan)}, strict)",
                     f"✓ {len(plan.iam)} IAM roles lint clean (parliament)",
                 ],
             )
@@ -98,58 +102,69 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\nWrote {args.out}/resources.json, {len(plan.manifests)} manifests and {len(plan.iam)} IAM roles."
         )
-    return EXIT_FAILED if violations or findings else EXIT_OK
+    unordered = [edge for edge in edges if edge.problem is not None]
+    return EXIT_FAILED if violations or findings or unordered else EXIT_OK
+
+
+def _schema_note(kubernetes_version: str, schemas: str) -> str:
+    """Which Kubernetes schemas validated the manifests: the cluster's own, or the nearest ones."""
+    if schemas == f"{kubernetes_version}.0":
+        return f"Kubernetes {kubernetes_version}"
+    nearest = schemas.removesuffix(".0")
+    return f"Kubernetes {kubernetes_version} with the {nearest} schemas, the nearest kubernetes-validate ships"
 
 
 def _crd_note(plan: Any) -> str:
     """How many manifests were validated against a vendored CRD instead (tools/crds)."""
-    from tools.validate import custom_resource_schemas
-
-    schemas = custom_resource_schemas()
+    schemas = validate.custom_resource_schemas()
     custom = [m for m in plan.manifests.values() if (m["apiVersion"], m["kind"]) in schemas]
     return f"; {len(custom)} against the Prometheus Operator's CRDs" if custom else ""
 
 
 def _secret_keys(config: dict[str, Any]) -> list[str]:
     """Keys holding a `secure:` value anywhere inside, which the CLI would mark secret."""
-    from settings.base import UNDECRYPTED_SECRET
-
     return [k for k, v in config.items() if UNDECRYPTED_SECRET in json.dumps(v)]
 
 
+Validator = Callable[[Any, Any], tuple[list[Any], str]]
+"""(plan, cluster settings) -> (the findings, the Kubernetes schema version validated against)"""
+
+
 @contextlib.contextmanager
-def _validator_process(enabled: bool) -> Iterator[Callable[[Any, Any], list[Any]]]:
+def _validator_process(enabled: bool) -> Iterator[Validator]:
     """Validators loaded in a second process while this one runs the program.
 
     Loading them (parliament parses ~10 MB of IAM definitions) costs about as much as the
     program run itself; on a machine with two cores the two overlap instead of adding up.
     The process is forked before the cloud SDKs are imported, so it carries none of their state.
     """
-    from tools import validate
-
     if not enabled:
-        yield lambda plan, cluster: []
+        yield lambda plan, cluster: ([], "")
         return
     # Forking is safe only while this process has one thread (always so for the command line;
     # not inside a test runner that already ran the SDK): otherwise validate here, afterwards.
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        yield lambda plan, cluster: validate.validate_plan(plan.manifests, plan.iam, cluster)
+        yield lambda plan, cluster: (
+            validate.validate_plan(plan.manifests, plan.iam, cluster),
+            validate.kubernetes_schema_version(cluster.kubernetes_version),
+        )
         return
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         pool.submit(validate.preload)
-        yield lambda plan, cluster: pool.submit(
-            validate.validate_plan, plan.manifests, plan.iam, cluster
-        ).result()
+        yield lambda plan, cluster: (
+            pool.submit(validate.validate_plan, plan.manifests, plan.iam, cluster).result(),
+            # Asked of the second process too: it has loaded the validator already.
+            pool.submit(validate.kubernetes_schema_version, cluster.kubernetes_version).result(),
+        )
 
 
 def _section(title: str, lines: list[str]) -> str:
     return "\n".join([f"\n{title}", *(f"  {line}" for line in lines)])
 
 
-def summary(stack: str, path: Path, s: StackSettings, recording: Any) -> str:
-    """The human part of the plan: key settings, resources by component, ordering edges."""
-    from tools.ordering import ordering_edges
-
+def summary(stack: str, path: Path, s: StackSettings, recording: Any, ordering: list[str]) -> str:
+    """The human part of the plan: key settings, resources by component, the ordering edges as
+    checked (`tools.ordering`)."""
     ng, server, agent = s.node_group, s.server, s.agent
     zones = sorted({sub.zone for sub in ng.subnets if sub.zone}) or ["(zones not given)"]
     taint = ng.taint
@@ -185,13 +200,12 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any) -> str:
         if r.custom and not r.type.startswith("pulumi:providers:")
     ]
     tree = _tree(recording)
-    edges = [f"✓ {edge}" for edge in ordering_edges(recording)]
     return "\n".join(
         [
             f"Offline plan of stack {stack} ({path}), through the Pulumi mock engine",
             _section("Key settings", settings_lines),
             _section(f"Resources ({len(custom)}) by component", tree),
-            _section("Ordering", edges),
+            _section("Ordering", ordering),
         ]
     )
 
@@ -218,6 +232,7 @@ def _tree(recording: Any) -> list[str]:
 
 def write(plan: Any, out: Path) -> None:
     """resources.json and one file per object under manifests/, iam/ and aws/; secrets redacted."""
+    # Here, not at the top: tools.render loads the cloud SDKs (see main).
     from tools.render import OBJECT_FOLDERS
 
     for folder in OBJECT_FOLDERS:

@@ -11,6 +11,7 @@ import copy
 import functools
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,13 +47,34 @@ class Finding:
         return f"{self.document}: {self.validator}: {self.message}"
 
 
+def nearest_schema_version(kubernetes_version: str, available: Sequence[str]) -> str:
+    """Of the schema versions a validator ships (`1.25.0`...), the one for a cluster of
+    `kubernetes_version` (a minor such as `1.33`): its own, else the nearest, the older on a tie.
+
+    EKS releases a minor before kubernetes-validate ships its schemas, so the settings accept any
+    minor and the plan validates against the nearest it has (and says so): the API of one minor
+    differs from the next by a few fields, where refusing the stack would validate nothing.
+    """
+    minor = int(kubernetes_version.split(".")[1])
+    by_minor = {int(v.split(".")[1]): v for v in available}
+    return by_minor[min(by_minor, key=lambda m: (abs(m - minor), m))]
+
+
+def kubernetes_schema_version(kubernetes_version: str) -> str:
+    """The schema version of the installed kubernetes-validate that `kubernetes_findings` uses."""
+    from kubernetes_validate.utils import all_versions
+
+    return nearest_schema_version(kubernetes_version, all_versions())
+
+
 def kubernetes_findings(
     manifests: dict[str, dict[str, Any]], kubernetes_version: str
 ) -> list[Finding]:
-    """Strict validation (unknown fields rejected) against the schemas of the cluster's version."""
+    """Strict validation (unknown fields rejected) against the schemas of the cluster's version,
+    or the nearest the validator ships (`kubernetes_schema_version`)."""
     import kubernetes_validate
 
-    version = f"{kubernetes_version}.0"
+    version = kubernetes_schema_version(kubernetes_version)
     custom = custom_resource_schemas()
     findings = []
     for file_name, obj in sorted(manifests.items()):

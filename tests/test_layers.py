@@ -1,0 +1,67 @@
+"""The import contracts `lint-imports` enforces in `make test` (pyproject.toml) cover every package
+of the project, and __main__.py, which the linter cannot name (it is no package), imports the top
+layers only."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import pytest
+
+from tools.mock_engine import PROJECT_DIR
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+, as CI runs
+
+
+def import_linter() -> dict[str, Any]:
+    config: dict[str, Any] = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())
+    return config["tool"]["importlinter"]
+
+
+def contract(contract_id: str) -> dict[str, Any]:
+    return next(c for c in import_linter()["contracts"] if c["id"] == contract_id)
+
+
+# Every package but the tests, which may import anything.
+PACKAGES = sorted(
+    p.parent.name for p in PROJECT_DIR.glob("*/__init__.py") if p.parent.name != "tests"
+)
+
+
+def test_every_package_has_a_layer_and_is_checked_for_cycles() -> None:
+    """A new package outside the contracts would escape every rule: name it in a layer."""
+    assert PACKAGES == [
+        "components", "contracts", "e2e", "invariants", "policy", "program", "settings", "tools",
+    ]  # fmt: skip
+    assert sorted(import_linter()["root_packages"]) == PACKAGES
+    layers = contract("layers")["layers"]
+    assert layers == [
+        "e2e",
+        "tools",
+        "program | policy",
+        "components | invariants",
+        "settings",
+        "contracts",
+    ]
+    assert sorted(name.strip() for layer in layers for name in layer.split("|")) == PACKAGES
+    assert sorted(contract("acyclic")["ancestors"]) == PACKAGES
+
+
+def test_the_guarantees_reach_no_component_tool_or_cloud_sdk() -> None:
+    guarantees = contract("guarantees")
+    assert guarantees["source_modules"] == ["invariants", "policy"]
+    assert set(guarantees["forbidden_modules"]) == {
+        "components", "program", "tools", "e2e", "pulumi_aws", "pulumi_kubernetes", "pulumi_tls",
+    }  # fmt: skip
+
+
+def test_main_imports_the_program_settings_and_components_only() -> None:
+    tree = ast.parse((PROJECT_DIR / "__main__.py").read_text())
+    modules = {
+        alias.name if isinstance(node, ast.Import) else str(node.module)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert {m.split(".")[0] for m in modules} - {"pulumi"} == {"components", "program", "settings"}

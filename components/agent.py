@@ -9,11 +9,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import flags
-from components.takeover import taking_over_options
 from contracts import labels, names
 from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
 from settings.node_group import TaintSettings
+from specs import kiam_flags
+from specs.takeover import taking_over_options
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +134,7 @@ def _pod_spec(args: AgentArgs, service_account: pulumi.Input[str]) -> dict[str, 
                 "name": names.AGENT_CONTAINER,
                 "image": s.image,
                 "command": ["/kiam"],
-                "args": flags.agent_flags(s, server_address=args.server_address),
+                "args": kiam_flags.agent_flags(s, server_address=args.server_address),
                 "env": [
                     {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
                 ],

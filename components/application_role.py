@@ -9,10 +9,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components import policies
 from contracts.iam import role_arn
 from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
+from specs import iam_policies
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,7 +56,7 @@ class ApplicationRole(pulumi.ComponentResource):
         # Known before the role exists: IAM's ARN format is fixed, and the AWS provider is pinned
         # to this account. What kiam resolves the annotation to is checked against the role's
         # real ARN by the `application-reachable` guarantee.
-        annotation = policies.pod_role_annotation(
+        annotation = iam_policies.pod_role_annotation(
             role_arn(args.partition, args.account_id, args.path, s.role_name),
             args.role_base_arn,
         )
@@ -114,7 +114,7 @@ def application_trust_policy(
     account_id: str,
     namespace: str,
     service_account: str | None,
-) -> policies.PolicyDocument:
+) -> iam_policies.PolicyDocument:
     """Trust for the kiam-server role, plus IRSA for one service account when asked."""
     statements: list[dict[str, Any]] = [
         {"Effect": "Allow", "Principal": {"AWS": server_role_arn}, "Action": "sts:AssumeRole"}

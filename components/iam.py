@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components import policies
 from contracts import names
 from contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn
 from settings.cluster import ClusterSettings
 from settings.iam import IamSettings
+from specs import iam_policies
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +60,7 @@ class KiamIam(pulumi.ComponentResource):
             node_role,
             path=args.iam.kiam_role_path,
             description=f"kiam server nodes of EKS cluster {args.cluster.name}",
-            assume_role_policy=json.dumps(policies.ec2_trust_policy()),
+            assume_role_policy=json.dumps(iam_policies.ec2_trust_policy()),
             opts=child,
         )
         # Keyed by policy name, not position: reordering the list never replaces an attachment.
@@ -78,7 +78,7 @@ class KiamIam(pulumi.ComponentResource):
             path=args.iam.kiam_role_path,
             description=f"kiam-server of EKS cluster {args.cluster.name}",
             assume_role_policy=self.node_role.arn.apply(
-                lambda arn: json.dumps(policies.role_trust_policy(arn))
+                lambda arn: json.dumps(iam_policies.role_trust_policy(arn))
             ),
             # Role chaining caps sessions at an hour whatever this says; keep the two aligned.
             max_session_duration=3600,
@@ -88,24 +88,24 @@ class KiamIam(pulumi.ComponentResource):
             f"{node_role}-assume-server",
             role=self.node_role.name,
             policy=self.server_role.arn.apply(
-                lambda arn: json.dumps(policies.assume_role_policy(arn, "AssumeKiamServerRole"))
+                lambda arn: json.dumps(iam_policies.assume_role_policy(arn, "AssumeKiamServerRole"))
             ),
             opts=child,
         )
-        self.application_role_patterns = policies.application_role_patterns(
+        self.application_role_patterns = iam_policies.application_role_patterns(
             partition, account, args.iam, args.application_paths
         )
         aws.iam.RolePolicy(
             f"{server_role}-assume-applications",
             role=self.server_role.name,
             policy=json.dumps(
-                policies.assume_role_policy(
+                iam_policies.assume_role_policy(
                     self.application_role_patterns, "AssumeApplicationRoles"
                 )
             ),
             opts=child,
         )
-        self.role_base_arn = policies.role_base_arn(partition, account, args.iam)
+        self.role_base_arn = iam_policies.role_base_arn(partition, account, args.iam)
         self.node_role_arn = self.node_role.arn
         self.server_role_arn = self.server_role.arn
         self.node_role_policies = self.node_policy_attachments

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import alerts
 from components.agent import AgentArgs, KiamAgent
 from components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
 from components.monitoring import KiamMonitoring, MonitoringArgs, scrape_annotations
@@ -17,6 +16,7 @@ from components.server import KiamServer, ServerArgs
 from components.tls import KiamTls, TlsArgs
 from contracts import names
 from settings.stack import StackSettings
+from specs import alert_rules
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +139,7 @@ class Kiam(pulumi.ComponentResource):
                     settings=s.monitoring,
                     namespace=namespace,
                     agent_metrics_port=s.agent.metrics_port,
-                    alerts=alerts.context_of(s),
+                    alerts=alert_rules.context_of(s),
                 ),
                 child,
             )

@@ -1,5 +1,5 @@
 """Prometheus Operator objects for kiam: ServiceMonitors for servers and agents, the Service the
-host-networked agents' metrics need, and the PrometheusRule of docs/alerts.md.
+host-networked agents' metrics need, and the PrometheusRule of docs/alert_rules.md.
 
 Without the operator the program instead annotates the pods (`scrape_annotations`), which the
 server and agent components render.
@@ -13,10 +13,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import alerts
 from contracts import labels, names
 from contracts.labels import Role
 from settings.monitoring import MonitoringSettings
+from specs import alert_rules
 
 MONITORING_API = "monitoring.coreos.com/v1"
 METRICS_PATH = "/metrics"  # kiam serves its registry here (pkg/prometheus/http.go)
@@ -88,7 +88,7 @@ class MonitoringArgs:
     """kiam's namespace: the objects live beside what they watch."""
     agent_metrics_port: int
     """The agents' metrics port on each node."""
-    alerts: alerts.AlertContext
+    alerts: alert_rules.AlertContext
     """What the alert rules need to know of the stack."""
 
 
@@ -147,7 +147,7 @@ class KiamMonitoring(pulumi.ComponentResource):
                 api_version=MONITORING_API,
                 kind="PrometheusRule",
                 metadata=metadata(names.ALERTS_NAME, labels.install_labels()),
-                spec={"groups": alerts.alert_groups(args.alerts)},
+                spec={"groups": alert_rules.alert_groups(args.alerts)},
                 opts=child,
             )
         self.register_outputs(

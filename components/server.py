@@ -8,11 +8,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import flags
-from components.takeover import taking_over_options
 from contracts import labels, names
 from settings.node_group import TaintSettings
 from settings.server import ServerSettings
+from specs import kiam_flags
+from specs.takeover import taking_over_options
 
 NOBODY = 65534  # The server needs no root: an unprivileged port, no capabilities, read-only files.
 
@@ -207,7 +207,7 @@ class KiamServer(pulumi.ComponentResource):
         s = args.settings
         taint = args.node_taint
         probe = {
-            "exec": {"command": flags.health_command(s)},
+            "exec": {"command": kiam_flags.health_command(s)},
             "periodSeconds": 10,
             "timeoutSeconds": 10,
             "failureThreshold": 3,
@@ -284,7 +284,7 @@ class KiamServer(pulumi.ComponentResource):
                     "image": s.image,
                     "command": ["/kiam"],
                     "args": pulumi.Output.from_input(args.server_role_arn).apply(
-                        lambda arn: flags.server_flags(
+                        lambda arn: kiam_flags.server_flags(
                             s,
                             region=args.region,
                             role_base_arn=args.role_base_arn,

@@ -8,7 +8,7 @@ from components.application_role import ApplicationRole, ApplicationRoleArgs
 from components.cloud import KiamRoles
 from components.iam import IamArgs, KiamIam
 from components.node_group import NodeGroupArgs, ServerNodeGroup
-from components.tls_authority import PulumiTlsAuthority
+from program.tls_authority import PulumiTlsAuthority
 from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
 

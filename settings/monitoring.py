@@ -6,7 +6,7 @@ from pydantic import Field, model_validator
 
 from settings.base import Duration, LabelKey, LabelValue, Model, duration_seconds
 
-# Every alert rule that rates a counter looks back this far (components/alerts.py renders it).
+# Every alert rule that rates a counter looks back this far (specs/alert_rules.py renders it).
 RATE_WINDOW_SECONDS = 5 * 60
 # Prometheus' own advice: a rate() window should span at least four scrapes, so one missed
 # scrape never leaves it with fewer than the two samples rate() needs.

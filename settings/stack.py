@@ -207,7 +207,7 @@ class StackSettings(Model):
                     f"kiam:applications.{app}.path {path!r} is outside kiam:iam.applicationRolePath "
                     f"{iam.application_role_path!r}: the kiam server could not assume the role"
                 )
-            # The server gets one pattern per application path (components/policies.py).
+            # The server gets one pattern per application path (specs/iam_policies.py).
             if iam.pattern_covers_kiam_roles(path):
                 raise ValueError(
                     f"kiam:applications.{app}.path {path!r} with kiam:iam.applicationRoleNamePrefix "

@@ -267,8 +267,8 @@ def test_every_application_with_a_path_and_a_prefix_is_reachable(prefixed_run: R
     ],
 )
 def test_pod_role_annotation(arn: str, base: str, annotation: str) -> None:
-    from components.policies import pod_role_annotation
     from contracts.kiam import resolve
+    from specs.iam_policies import pod_role_annotation
 
     assert pod_role_annotation(arn, base) == annotation
     assert resolve(annotation, base) == arn
@@ -370,7 +370,7 @@ def test_the_offline_plan_shows_what_pods_annotate_and_judges_it(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from components import policies
+    from specs import iam_policies
     from tools.plan import main
 
     apps = {k: v for k, v in PREFIXED_APPS.items() if "irsa" not in v}
@@ -383,7 +383,9 @@ def test_the_offline_plan_shows_what_pods_annotate_and_judges_it(
     ) in out
     assert "✓ all invariants hold" in out
     # The annotation before issue 11: the bare role name. The plan now refuses it.
-    monkeypatch.setattr(policies, "pod_role_annotation", lambda arn, base: arn.rsplit("/", 1)[1])
+    monkeypatch.setattr(
+        iam_policies, "pod_role_annotation", lambda arn, base: arn.rsplit("/", 1)[1]
+    )
     assert main(["--config-file", str(path), "--no-validate"]) == 1
     assert (
         "✗ [application-reachable] urn:pulumi:case::kiam::kiam:index:ApplicationRole$"

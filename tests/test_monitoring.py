@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components import alerts
-from components.alerts import alert_names, context_of, rules_file
 from contracts import labels
 from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS
 from settings.loader import settings_from_values
+from specs.alert_rules import alert_groups, alert_names, context_of, rules_file
 from tests.conftest import base_config, pod_spec, run_program, types_and_names
 from tools import alert_rules
 from tools.mock_engine import PROJECT_DIR, Recording
@@ -151,7 +150,7 @@ def test_the_prometheus_rule_holds_the_rules_of_the_stack(operator_run: Recordin
         "namespace": "kiam",
         "labels": {**labels.install_labels(), "release": "prometheus"},
     }
-    assert rule["spec"] == {"groups": alerts.alert_groups(context_of(settings))}
+    assert rule["spec"] == {"groups": alert_groups(context_of(settings))}
 
 
 def test_alerts_false_leaves_the_scraping(operator_run: Recording) -> None:
@@ -245,7 +244,7 @@ def test_the_rules_file_promtool_tests_is_what_the_program_renders() -> None:
     )
     assert alert_rules.TESTED_RULES.read_text() == rules_file(context_of(settings))
     assert yaml.safe_load(alert_rules.TESTED_RULES.read_text()) == {
-        "groups": alerts.alert_groups(context_of(settings))
+        "groups": alert_groups(context_of(settings))
     }
 
 
@@ -305,7 +304,7 @@ def test_every_runbook_url_points_at_the_configured_runbook() -> None:
     )
     urls = [
         rule["annotations"]["runbook_url"]
-        for group in alerts.alert_groups(context_of(settings))
+        for group in alert_groups(context_of(settings))
         for rule in group["rules"]
     ]
     assert urls[0] == "https://git.example.com/platform/kiam/docs/alerts.md#kiamserversdown"

@@ -217,11 +217,11 @@ def test_kubeconfig_is_read_as_a_secret_string() -> None:
 
 
 def test_extra_args_may_never_repeat_a_flag_the_program_renders() -> None:
-    """The managed-flag lists in the settings must cover every flag `components.flags` renders,
+    """The managed-flag lists in the settings must cover every flag `specs.kiam_flags` renders,
     or an extraArgs entry could silently override one."""
-    from components.flags import agent_flags, server_flags
     from settings.agent import AGENT_MANAGED_FLAGS
     from settings.server import SERVER_MANAGED_FLAGS
+    from specs.kiam_flags import agent_flags, server_flags
 
     s = validate(base_config())
     rendered_server = server_flags(s.server, region="r", role_base_arn="b", assume_role_arn="a")

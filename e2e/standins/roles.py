@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from components import policies
 from contracts import iam as aws_iam
 from contracts import names
 from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
+from specs import iam_policies
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ComputedRoles:
     def of(cls, name: str, settings: StackSettings) -> ComputedRoles:
         cluster, iam = settings.cluster, settings.iam
         partition, account = cluster.partition, cluster.account_id
-        paths = [policies.application_path(iam, app) for app in settings.applications.values()]
+        paths = [iam_policies.application_path(iam, app) for app in settings.applications.values()]
         return cls(
             node_role_arn=aws_iam.role_arn(
                 partition, account, iam.kiam_role_path, names.node_role_name(name)
@@ -43,8 +43,8 @@ class ComputedRoles:
             server_role_arn=aws_iam.role_arn(
                 partition, account, iam.kiam_role_path, names.server_role_name(name)
             ),
-            role_base_arn=policies.role_base_arn(partition, account, iam),
-            application_role_patterns=policies.application_role_patterns(
+            role_base_arn=iam_policies.role_base_arn(partition, account, iam),
+            application_role_patterns=iam_policies.application_role_patterns(
                 partition, account, iam, paths
             ),
         )
@@ -66,11 +66,11 @@ class ComputedApplicationRole:
         arn = aws_iam.role_arn(
             cluster.partition,
             cluster.account_id,
-            policies.application_path(settings.iam, app),
+            iam_policies.application_path(settings.iam, app),
             app.role_name,
         )
         return cls(
             role_arn=arn,
-            pod_annotation={ROLE_ANNOTATION: policies.pod_role_annotation(arn, role_base_arn)},
+            pod_annotation={ROLE_ANNOTATION: iam_policies.pod_role_annotation(arn, role_base_arn)},
             service_account_annotation={IRSA_ANNOTATION: arn},
         )

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import yaml
 
-from components.alerts import alert_groups, context_of
 from components.monitoring import agent_metrics_service_spec, service_monitor_spec
 from contracts import labels, names
 from contracts.labels import Role
@@ -25,6 +24,7 @@ from e2e.harness.toolchain import REPO
 from e2e.tests.conftest import deploy, example_config, with_changes
 from settings.loader import settings_from_values
 from settings.stack import StackSettings
+from specs.alert_rules import alert_groups, context_of
 from tools.alert_rules import TESTED_RULES
 
 CRD_DIR = REPO / "tools" / "crds"

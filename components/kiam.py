@@ -56,7 +56,7 @@ class Kiam(pulumi.ComponentResource):
         taking_over = adoption is not None and adoption.taking_over
 
         self.roles = cloud.roles(f"{name}-iam", child)
-        self.server_nodes = cloud.server_nodes(f"{name}-server-nodes", self.roles, child)
+        self.server_nodes = cloud.server_nodes(names.server_nodes_name(name), self.roles, child)
         namespace: pulumi.Input[str] = s.namespace.name
         if s.namespace.create:
             namespace = k8s.core.v1.Namespace(

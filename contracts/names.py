@@ -9,6 +9,16 @@ INSTALL_NAME = "kiam"
 # cover it (settings/iam.py).
 OWN_ROLE_NAME_PREFIX = f"{INSTALL_NAME}-"
 
+
+def server_nodes_name(install: str) -> str:
+    """What the cloud side creates the server nodes under (components/kiam.py): the guarantees
+    find the node group, whatever the cloud side made of it (an EKS managed node group, the e2e's
+    Nodes), as the children of this component."""
+    return f"{install}-server-nodes"
+
+
+SERVER_NODES = server_nodes_name(INSTALL_NAME)
+
 SERVER_NAME = "kiam-server"
 AGENT_NAME = "kiam-agent"
 # The containers the guarantees find kiam's command lines in.

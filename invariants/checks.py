@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from contracts.eks_node_group import REPLACE_ON_CHANGES
 from contracts.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
 from contracts.tokens import CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
 from invariants.applications import application_reachable
@@ -434,8 +435,42 @@ def _trusts_only(statement: Any, role_arn: str | None) -> bool:
 
 
 def node_group_replacement(view: KiamView) -> list[Violation]:
-    """9. The group can be replaced create-first, and the servers follow its name and are awaited."""
+    """9. The group can be replaced create-first, is replaced (not rolled in place) on every change
+    that touches the servers' nodes, carries exactly the taint asked for, and the servers follow
+    its name and are awaited."""
     out = []
+    for group in view.of_type(NODE_GROUP):
+        if group not in view.node_groups:
+            continue
+        taints = group.inputs.get("taints")
+        # Whole-stack only: which taint is right is the settings' to say.
+        if (
+            view.knows_settings
+            and not is_unknown(taints)
+            and [dict(t) for t in taints or []]
+            != [dict(t) for t in view.expected.node_group_taints]
+        ):
+            out.append(
+                Violation(
+                    "node-group-replacement",
+                    group.urn,
+                    f"is tainted {taints}, not with the taint kiam:nodeGroup.taint asks for "
+                    f"({list(view.expected.node_group_taints)})",
+                )
+            )
+        replaced_on = group.replace_on_changes
+        missing = [
+            p for p in REPLACE_ON_CHANGES if replaced_on is not None and p not in replaced_on
+        ]
+        if missing:
+            out.append(
+                Violation(
+                    "node-group-replacement",
+                    group.urn,
+                    f"is not replaced on a change of {', '.join(missing)}: EKS would roll it into "
+                    "the running nodes, where a new NO_EXECUTE taint evicts every server at once",
+                )
+            )
     for group in view.node_groups:
         if group.inputs.get("nodeGroupName"):
             out.append(

@@ -44,10 +44,16 @@ class Expected:
     node_managed_policy_arns: frozenset[str]
     """Exactly the managed policies the server nodes' role needs: EKS's worker node policies."""
     applications: tuple[ExpectedApplication, ...]
+    server_taint: Mapping[str, str]
+    """The taint that dedicates the server nodes (`kiam:nodeGroup.taint`), in Kubernetes
+    spelling: what servers must tolerate and agents must not."""
+    node_group_taints: tuple[Mapping[str, str], ...]
+    """The same taint as an EKS managed node group spells it: exactly the group's `taints`."""
 
     @classmethod
     def of(cls, settings: StackSettings) -> Expected:
         cluster, iam = settings.cluster, settings.iam
+        taint = settings.node_group.taint
         partition, account = cluster.partition, cluster.account_id
         applications = []
         for name, app in sorted(settings.applications.items()):
@@ -73,6 +79,12 @@ class Expected:
                 managed_policy_arn(partition, policy) for policy in EKS_NODE_MANAGED_POLICIES
             ),
             applications=tuple(applications),
+            server_taint={
+                "key": taint.key,
+                "value": taint.value,
+                "effect": taint.kubernetes_effect,
+            },
+            node_group_taints=({"key": taint.key, "value": taint.value, "effect": taint.effect},),
         )
 
     @classmethod

@@ -34,6 +34,11 @@ class Resource:
     property_dependencies: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """For each top-level input, the URNs its value comes from."""
     delete_before_replace: bool = False
+    parent: str = ""
+    """The URN of the component (or stack) it was registered under."""
+    replace_on_changes: tuple[str, ...] | None = None
+    """The properties whose change the engine replaces it for; None where the gate cannot see
+    them (pulumi-policy hands no `replaceOnChanges` to a policy pack)."""
     outputs: Mapping[str, Any] = field(default_factory=dict)
     """Outputs where the gate knows them (the mock engine; an update): checks use them when present."""
 

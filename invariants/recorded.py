@@ -38,6 +38,8 @@ class RecordedRegistration(Protocol):
     @property
     def delete_before_replace(self) -> bool: ...
     @property
+    def replace_on_changes(self) -> Sequence[str]: ...
+    @property
     def outputs(self) -> Mapping[str, Any]: ...
 
 
@@ -67,6 +69,8 @@ def resources_from_recording(recording: RecordedRun) -> list[Resource]:
             dependencies=frozenset(r.dependencies),
             property_dependencies={k: frozenset(v) for k, v in r.property_dependencies.items()},
             delete_before_replace=r.delete_before_replace,
+            parent=r.parent,
+            replace_on_changes=tuple(r.replace_on_changes),
             outputs=r.outputs,
         )
         for r in recording.registrations

@@ -9,9 +9,9 @@ from typing import Any
 
 from contracts.labels import (
     EXISTING_PERMITTED_ANNOTATION,
-    NODE_GROUP_LABEL,
     PERMITTED_ANNOTATION,
 )
+from contracts.names import SERVER_NODES
 from contracts.tokens import (
     CERT_REQUEST,
     DAEMON_SET,
@@ -19,7 +19,6 @@ from contracts.tokens import (
     LOCALLY_SIGNED_CERT,
     NAMESPACE,
     NAMESPACE_PATCH,
-    NODE,
     NODE_GROUP,
     POLICY_ATTACHMENT,
     ROLE,
@@ -72,6 +71,12 @@ class KiamView:
         self._expected = expected
 
     @property
+    def knows_settings(self) -> bool:
+        """Whether the stack's settings came with the resources (whole-stack gates); a resource
+        judged alone (`invariants.per_resource`) has none."""
+        return self._expected is not None
+
+    @property
     def expected(self) -> Expected:
         """What the stack asked for. Only whole-stack checks read it: what one resource decides
         alone (`invariants.per_resource`) never depends on the settings."""
@@ -92,16 +97,10 @@ class KiamView:
 
     @cached_property
     def node_groups(self) -> list[Resource]:
-        """The dedicated node group: an EKS managed node group, or where a stack registers its
-        nodes itself (the real-engine suite's kwok stand-in), Nodes carrying the group label."""
-        return [
-            *self.of_type(NODE_GROUP),
-            *(
-                n
-                for n in self.of_type(NODE)
-                if NODE_GROUP_LABEL in (dig(n.inputs, "metadata", "labels", default={}) or {})
-            ),
-        ]
+        """What the cloud side created for the server nodes, whatever it is (an EKS managed node
+        group and its launch template, or the e2e's Nodes): the resources registered under the
+        component named `contracts.names.SERVER_NODES`."""
+        return [r for r in self.resources if r.parent.endswith(f"::{SERVER_NODES}")]
 
     def roles_feeding(self, resources: Sequence[Resource], prop: str) -> list[Resource]:
         """The roles of this stack that the `prop` input of any of `resources` is built from."""
@@ -256,38 +255,10 @@ class KiamView:
         return host, self.by_name(SERVICE, parts[0], namespace)
 
     def server_taints(self) -> list[dict[str, str]]:
-        """The taints of the dedicated node groups, in Kubernetes spelling."""
-        effects = {
-            "NO_SCHEDULE": "NoSchedule",
-            "NO_EXECUTE": "NoExecute",
-            "PREFER_NO_SCHEDULE": "PreferNoSchedule",
-        }
-        taints = []
-        for group in self.node_groups:
-            if group.type == NODE:  # already in Kubernetes spelling
-                taints += [
-                    {
-                        "key": t.get("key"),
-                        "value": t.get("value", ""),
-                        "effect": t.get("effect", ""),
-                    }
-                    for t in dig(group.inputs, "spec", "taints", default=[]) or []
-                    # A Node as the API server returns it (the previews' dry runs) also carries
-                    # Kubernetes' own condition taints (node.kubernetes.io/not-ready); a group's
-                    # taint never is one: EKS refuses keys under kubernetes.io.
-                    if "kubernetes.io/" not in str(t.get("key"))
-                ]
-                continue
-            for taint in group.inputs.get("taints") or []:
-                taints.append(
-                    {
-                        "key": taint.get("key"),
-                        "value": taint.get("value", ""),
-                        "effect": effects.get(taint.get("effect"), ""),
-                    }
-                )
-        # One entry per distinct taint: every stand-in node carries the group's one taint.
-        return [dict(t) for t in dict.fromkeys(tuple(sorted(t.items())) for t in taints)]
+        """The taint that dedicates the server nodes, as the stack asked for it (Kubernetes
+        spelling); `node-group-replacement` judges that an EKS group carries exactly it."""
+        # A resource judged alone cannot know the taint: the whole-stack gate judges it.
+        return [dict(self.expected.server_taint)] if self.knows_settings else []
 
 
 def pod_spec(workload: Resource) -> Any:

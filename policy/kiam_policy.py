@@ -66,6 +66,7 @@ def to_resource(resource: PolicyResource) -> Resource:
             k: frozenset(d.urn for d in v) for k, v in resource.property_dependencies.items()
         },
         delete_before_replace=bool(resource.opts.delete_before_replace),
+        parent=(resource.parent.urn if resource.parent else resource.opts.parent) or "",
     )
 
 
@@ -115,6 +116,7 @@ def _resource_validator(
             name=args.name,
             inputs=_plain(args.props),
             delete_before_replace=bool(args.opts.delete_before_replace),
+            parent=args.opts.parent or "",
         )
         for violation in resource_violations(check_id, resource):
             report_violation(f"[{violation.id}] {violation.reason}", None)

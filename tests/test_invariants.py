@@ -582,6 +582,42 @@ CASES: list[Case] = [
         ],
     ),
     (
+        "9 rolled in place on a taint change",
+        lambda rs: mutate(
+            rs,
+            "aws:eks/nodeGroup:NodeGroup",
+            lambda i: None,
+            replace_on_changes=("launchTemplate", "version", "releaseVersion"),
+        ),
+        lambda rs: [
+            (
+                "node-group-replacement",
+                urn(rs, "aws:eks/nodeGroup:NodeGroup"),
+                "is not replaced on a change of taints: EKS would roll it into the running "
+                "nodes, where a new NO_EXECUTE taint evicts every server at once",
+            )
+        ],
+    ),
+    (
+        "9 group tainted otherwise than the settings ask",
+        lambda rs: mutate(
+            rs,
+            "aws:eks/nodeGroup:NodeGroup",
+            lambda i: i.update(
+                taints=[{"key": "dedicated", "value": "other", "effect": "NO_SCHEDULE"}]
+            ),
+        ),
+        lambda rs: [
+            (
+                "node-group-replacement",
+                urn(rs, "aws:eks/nodeGroup:NodeGroup"),
+                "is tainted [{'key': 'dedicated', 'value': 'other', 'effect': 'NO_SCHEDULE'}], not "
+                "with the taint kiam:nodeGroup.taint asks for ([{'key': 'dedicated', 'value': "
+                "'kiam-server', 'effect': 'NO_SCHEDULE'}])",
+            )
+        ],
+    ),
+    (
         "9 skip await",
         lambda rs: mutate(
             rs,
@@ -1161,32 +1197,29 @@ def test_granted_role_is_what_kiam_would_assume_for_a_live_pod(
     assert granted_role(annotation, permitted, ["server", *args]) == granted
 
 
-def test_the_stand_in_nodes_taint_is_the_groups_not_kubernetes_condition_taints() -> None:
-    """Where a stack registers its dedicated Nodes itself (the real-engine suite), a preview hands
-    the policies each Node as the API server's dry run returns it, with Kubernetes' own
-    `node.kubernetes.io/not-ready` taint added: only the group's taint may count."""
+def test_the_node_group_is_whatever_the_cloud_side_created_under_the_server_nodes() -> None:
+    """No guarantee knows a stand-in: the group is what sits under `kiam-server-nodes`, of any
+    type, and the taint the servers must tolerate is the one the settings ask for, not one read
+    from Nodes (whose dry runs carry Kubernetes' own `node.kubernetes.io/not-ready`)."""
     from invariants.view import KiamView
 
+    parent = "urn:pulumi:e2e::kiam::kiam:index:Kiam$kiam:e2e:KwokNodeGroup::kiam-server-nodes"
     node = Resource(
-        urn="urn:pulumi:e2e::kiam::kiam:e2e:KwokNodeGroup$kubernetes:core/v1:Node::nodes-0",
+        urn=f"{parent}$kubernetes:core/v1:Node::kiam-server-nodes-0",
         type="kubernetes:core/v1:Node",
-        name="nodes-0",
+        name="kiam-server-nodes-0",
+        parent=parent,
         inputs={
-            "metadata": {"labels": {"eks.amazonaws.com/nodegroup": "kiam-server-1"}},
-            "spec": {
-                "taints": [
-                    {"key": "dedicated", "value": "kiam-server", "effect": "NoSchedule"},
-                    {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
-                ]
-            },
+            "spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}
         },
     )
-    unlabelled = Resource(urn="urn:other", type=node.type, name="other", inputs={"spec": {}})
-    view = KiamView([node, unlabelled])
+    elsewhere = Resource(urn="urn:other", type=node.type, name="other", inputs={"spec": {}})
+    config = base_config(
+        node_group={"taint": {"key": "role", "value": "kiam", "effect": "NO_EXECUTE"}}
+    )
+    view = KiamView([node, elsewhere], expected_of(config))
     assert view.node_groups == [node]
-    assert view.server_taints() == [
-        {"key": "dedicated", "value": "kiam-server", "effect": "NoSchedule"}
-    ]
+    assert view.server_taints() == [{"key": "role", "value": "kiam", "effect": "NoExecute"}]
 
 
 def test_the_guarantees_are_numbered_as_checks_runs_them() -> None:

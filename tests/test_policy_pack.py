@@ -33,7 +33,7 @@ STACK = "pulumi:pulumi:Stack"
 BASE = base_config()
 
 
-def _opts(delete_before_replace: bool = False) -> PolicyResourceOptions:
+def _opts(delete_before_replace: bool = False, parent: str | None = None) -> PolicyResourceOptions:
     return PolicyResourceOptions(
         protect=False,
         ignore_changes=[],
@@ -41,6 +41,7 @@ def _opts(delete_before_replace: bool = False) -> PolicyResourceOptions:
         aliases=[],
         custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
         additional_secret_outputs=[],
+        parent=parent,
     )
 
 
@@ -74,7 +75,8 @@ def policy_resources(rec: Recording, change: Any = None) -> list[PolicyResource]
             unknown_checking_proxy(props),
             r.urn,
             r.name,
-            _opts(r.delete_before_replace),
+            # The engine hands each resource its parent's URN in its options.
+            _opts(r.delete_before_replace, r.parent),
             None,
             None,
             [],

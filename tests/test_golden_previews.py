@@ -85,3 +85,12 @@ def test_every_golden_file_is_in_normal_form() -> None:
     ]
     for path in goldens:
         assert normalise(path.read_text()) == path.read_text(), path.name
+
+
+def test_the_stand_in_groups_generated_suffix_is_normalised_and_nothing_else() -> None:
+    text = (
+        "name: kiam-server-nodes-a1b2c3d4-0 => kiam-server-nodes-9z8y7x6w-0\nkiam-server-nodes-0\n"
+    )
+    assert normalise(text) == (
+        "name: kiam-server-nodes-<suffix>-0 => kiam-server-nodes-<suffix>-0\nkiam-server-nodes-0\n"
+    )

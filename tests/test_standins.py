@@ -17,7 +17,7 @@ from components.tls import TlsArgs, certificate_requests
 from contracts import names
 from e2e.harness.shape import UNTOLERATED_TAINT, shape_of
 from e2e.standins.certificates import LocalAuthority, make_ca
-from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs, group_arguments, replaced_on
+from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs, group_arguments
 from settings.loader import settings_from_values
 from settings.node_group import NodeGroupSettings
 from settings.stack import StackSettings
@@ -60,18 +60,6 @@ def test_each_setting_moves_the_same_argument_in_the_stand_in_as_in_the_real_gro
     assert set(standin_before) <= set(real_before)
 
 
-def test_the_group_is_replaced_on_what_the_program_and_eks_replace_on() -> None:
-    assert replaced_on(_arguments(_group())) == [
-        "data.subnetIds",
-        "data.instanceTypes",
-        "data.capacityType",
-        "data.amiType",
-        "data.launchTemplate",
-        "data.taints",
-        "data.version",
-    ]
-
-
 def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
     settings = _group(desiredSize=3, maxSize=4, minSize=3, labels={"team": "platform"})
     rec = run_component(
@@ -81,13 +69,22 @@ def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
         )
     )
     component = rec.one("kiam:e2e:KwokNodeGroup").urn
-    config_map = rec.one("kubernetes:core/v1:ConfigMap")
-    assert config_map.parent == component
+    config_map = rec.one("kubernetes:core/v1:ConfigMap", "nodes")
+    configuration = rec.one("kubernetes:core/v1:ConfigMap", "nodes-configuration")
+    assert {config_map.parent, configuration.parent} == {component}
+    # The arguments whose change makes a new group, replaced on any change, create first; the
+    # ones EKS applies to the running group beside them, updated in place.
     assert config_map.delete_before_replace is False
-    assert list(config_map.replace_on_changes) == replaced_on(_arguments(settings))
+    assert config_map.replace_on_changes == ("data",)
+    assert sorted(config_map.inputs["data"]) == [
+        "amiType", "capacityType", "instanceTypes", "launchTemplate", "subnetIds", "taints",
+        "version",
+    ]  # fmt: skip
     assert config_map.inputs["data"]["taints"] == (
         '[{"effect": "NO_SCHEDULE", "key": "dedicated", "value": "kiam-server"}]'
     )
+    assert configuration.replace_on_changes == ()
+    assert sorted(configuration.inputs["data"]) == ["labels", "scalingConfig", "updateConfig"]
     group = config_map.outputs["metadata"]["name"]
     assert group.startswith("nodes-")
     # Sorted: the mock engine records registrations in the order they complete, which varies.

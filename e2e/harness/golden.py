@@ -25,6 +25,9 @@ def normalise(text: str) -> str:
     text = re.sub(r"Duration: \S+", "Duration: <t>", text)
     text = re.sub(r"(pulumi:providers:kubernetes::kubernetes::)[0-9a-f-]{36}", r"\1<id>", text)
     text = re.sub(r"/tmp/\S+", "<tmp>", text)
+    # The stand-in group's name is the provider's auto-name, `<name>-<8 random characters>`, new
+    # for each group, as EKS's suffix is.
+    text = re.sub(r"\b(kiam-server-nodes)-[0-9a-z]{8}\b", r"\1-<suffix>", text)
     lines = [line.rstrip() for line in text.splitlines() if "View in Browser" not in line]
     end = next((i for i, line in enumerate(lines) if line.startswith(TREE_END)), len(lines))
     return "\n".join([*sort_blocks(lines[:end]), *lines[end:]]).strip() + "\n"

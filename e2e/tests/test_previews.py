@@ -49,9 +49,10 @@ def test_a_node_group_replacement_previews_as_replaced_nodes_and_a_new_node_sele
 ) -> None:
     config = with_changes(example_config(STACK), nodeGroup={"instanceTypes": ["t3.medium"]})
     diff, steps = preview_of(env, installed_dev, config)
-    # The stand-in group is its Nodes: each is replaced, create-before-delete, as EKS replaces
-    # the group; the Deployment follows the new group's name.
+    # The stand-in group (a ConfigMap of its arguments) and its Nodes are replaced,
+    # create-before-delete, as EKS replaces the group; the Deployment follows the new name.
     assert steps == {
+        ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes"): "replace",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-0"): "replace",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-1"): "replace",
         ("kubernetes:apps/v1:Deployment", "kiam-server"): "update",
@@ -60,3 +61,25 @@ def test_a_node_group_replacement_previews_as_replaced_nodes_and_a_new_node_sele
     check_golden(
         "preview-node-group-replacement.txt", diff, request.config.getoption("--update-golden")
     )
+
+
+def test_a_taint_change_previews_as_a_replaced_group_not_an_update_of_the_running_nodes(
+    env: Environment, installed_dev: PulumiStack, request: pytest.FixtureRequest
+) -> None:
+    config = with_changes(
+        example_config(STACK), nodeGroup={"taint": {"value": "kiam", "effect": "NO_EXECUTE"}}
+    )
+    diff, steps = preview_of(env, installed_dev, config)
+    # What a reviewer sees: the group is replaced (EKS would have tainted the running nodes), the
+    # servers' toleration and the agents' exclusion follow the new taint.
+    assert steps == {
+        ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes"): "replace",
+        # The taint's key/value is a node label too: EKS's labels, which a new group gets.
+        ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes-configuration"): "update",
+        ("kubernetes:core/v1:Node", "kiam-server-nodes-0"): "replace",
+        ("kubernetes:core/v1:Node", "kiam-server-nodes-1"): "replace",
+        ("kubernetes:apps/v1:Deployment", "kiam-server"): "update",
+        ("kubernetes:apps/v1:DaemonSet", "kiam-agent"): "update",
+    }
+    assert "+-kubernetes:core/v1:ConfigMap: (replace)" in diff
+    check_golden("preview-taint-change.txt", diff, request.config.getoption("--update-golden"))

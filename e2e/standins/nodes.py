@@ -1,12 +1,11 @@
 """The node group stand-in: kwok Nodes registered through Pulumi, so the engine itself creates,
 replaces (create-before-delete), updates and deletes them as it does an EKS managed node group.
 
-The group is two ConfigMaps holding the arguments an `aws.eks.NodeGroup` would get from the same
-settings, one key each: those whose change makes a new group (what EKS replaces a group for, and
-what the program's `replaceOnChanges` names, `contracts/eks_node_group.py`) in one the engine
-replaces on any change, create-before-delete, and the rest in one it updates in place. A new
-group is a new ConfigMap name, so new Nodes; a label change reaches the running Nodes in place; a
-size change adds or removes Nodes. The taint and the versions never change on a running Node, because the program
+The group is a ConfigMap holding, one key each, the arguments an `aws.eks.NodeGroup` would get
+from the same settings whose change makes a new group: what EKS replaces a group for, and what
+the program's `replaceOnChanges` names (`contracts/eks_node_group.py`). The engine replaces it on
+any change, create-before-delete; a new group is a new ConfigMap name, so new Nodes. A label
+change reaches the running Nodes in place; a size change adds or removes Nodes. The taint and the versions never change on a running Node, because the program
 replaces the group for them, as it does on AWS.
 """
 
@@ -101,7 +100,6 @@ class KwokNodeGroup(pulumi.ComponentResource):
 
     node_group_name: pulumi.Output[str]
     group: k8s.core.v1.ConfigMap
-    configuration: k8s.core.v1.ConfigMap
     nodes: list[k8s.core.v1.Node]
 
     def __init__(
@@ -110,25 +108,19 @@ class KwokNodeGroup(pulumi.ComponentResource):
         super().__init__("kiam:e2e:KwokNodeGroup", name, None, opts)
         s = args.settings
         arguments = group_arguments(s, args.kubernetes_version)
-        replacing = {k: v for k, v in arguments.items() if replaces_group(k)}
         self.group = k8s.core.v1.ConfigMap(
             # No metadata.name: the provider generates `<this name>-<suffix>`, a new one for each
-            # replacement, as the AWS provider does from `nodeGroupNamePrefix`. The engine
-            # matches `replaceOnChanges` against the top-level keys a diff changes (`data`),
-            # so the arguments a change of which replaces the group live here, alone.
+            # replacement, as the AWS provider does from `nodeGroupNamePrefix`. pulumi-kubernetes
+            # replaces a ConfigMap on any change of its data (pulumi-kubernetes#1567, unless the
+            # provider's enableConfigMapMutable is on; `replaceOnChanges` says so regardless), so
+            # it holds exactly the arguments whose change makes a new group. The others reach the
+            # running Nodes (labels) or their number (scaling), as EKS applies them.
             name,
             metadata={"namespace": GROUP_NAMESPACE},
-            data=_as_data(replacing),
+            data=_as_data({k: v for k, v in arguments.items() if replaces_group(k)}),
             opts=pulumi.ResourceOptions(
                 parent=self, replace_on_changes=["data"], delete_before_replace=False
             ),
-        )
-        # The arguments EKS applies to the running group, updated in place.
-        self.configuration = k8s.core.v1.ConfigMap(
-            f"{name}-configuration",
-            metadata={"namespace": GROUP_NAMESPACE},
-            data=_as_data({k: v for k, v in arguments.items() if k not in replacing}),
-            opts=pulumi.ResourceOptions(parent=self),
         )
         group: pulumi.Output[str] = self.group.metadata.name
         taint = s.taint

@@ -74,8 +74,6 @@ def test_a_taint_change_previews_as_a_replaced_group_not_an_update_of_the_runnin
     # servers' toleration and the agents' exclusion follow the new taint.
     assert steps == {
         ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes"): "replace",
-        # The taint's key/value is a node label too: EKS's labels, which a new group gets.
-        ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes-configuration"): "update",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-0"): "replace",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-1"): "replace",
         ("kubernetes:apps/v1:Deployment", "kiam-server"): "update",

@@ -43,13 +43,6 @@ class AdoptionSettings(Model):
         description="The running install's CA private key (PEM; set with --secret)."
     )
 
-    @property
-    def taking_over(self) -> bool:
-        """Until the move is complete, what the running install has under this program's names
-        is adopted (upsert), applied with force and kept on delete, so going back a phase gives
-        it back (docs/migration.md)."""
-        return self.phase in ("servers", "takeover")
-
     @model_validator(mode="after")
     def _check(self) -> AdoptionSettings:
         # The offline plan cannot decrypt `secure:` values; only the CLI sees the real PEMs.

@@ -107,7 +107,8 @@ class Adoption:
     beside `kiam-agent`, its volumes and nodeSelector); the runbook replaces it instead
     (`--cascade=orphan`), and a skipped step stops `pulumi up` on the field conflict."""
     agent_daemon_set_name: str
-    """The agent DaemonSet's name: the running install's, taken over in place."""
+    """The agent DaemonSet's name: the running install's, taken over in place; otherwise the
+    program's."""
     agent_selector: Mapping[str, str]
     """The agent DaemonSet's `spec.selector.matchLabels`: the running one's, since selectors are
     immutable and taking the DaemonSet over in place (one node at a time, never two agents on a

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from contracts import labels, names
+from settings.adoption import Adoption
 from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
 from settings.node_group import TaintSettings
 from specs import kiam_flags
@@ -33,21 +34,12 @@ class AgentArgs:
     wait_for: Sequence[pulumi.Resource]
     """Resources that must be Ready first: the server Deployment. An agent that starts with no
     server to dial exits and crash-loops (kiam #168, #358)."""
-    daemon_set_name: str = names.AGENT_NAME
-    """Name of the DaemonSet; a running install's, to take it over in place."""
-    adopted_selector: dict[str, str] | None = None
-    """A running agent DaemonSet's selector. Selectors are immutable: taking the DaemonSet over in
-    place (one node at a time, never two agents on a node) means keeping it."""
+    adoption: Adoption
+    """Where the stack stands towards a running install: the DaemonSet's name and (immutable)
+    selector, the labels kept from the running agents, and how the ServiceAccount and the
+    DaemonSet are taken over (docs/migration.md)."""
     pod_annotations: dict[str, str] | None = None
     """Annotations of the agent pods (the `prometheus.io/*` scrape annotations, when asked for)."""
-    taking_over: bool = False
-    """True while a running install is taken over (migration phase `takeover`): its agent
-    ServiceAccount is applied with force, and the ServiceAccount and the DaemonSet are kept if
-    the stack goes back a phase or is destroyed. The DaemonSet is never forced: its old template
-    (other container names, volumes, nodeSelector) would survive a forced apply field by field,
-    so the old DaemonSet is deleted with `--cascade=orphan` first and this one created in its
-    place, adopting its pods (docs/migration.md); without that step the apply stops on a
-    conflict and changes nothing."""
 
 
 class KiamAgent(pulumi.ComponentResource):
@@ -60,33 +52,33 @@ class KiamAgent(pulumi.ComponentResource):
         self, name: str, args: AgentArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("kiam:index:Agent", name, None, opts)
-        s = args.settings
-        selector = args.adopted_selector or labels.selector_labels("agent")
-        adopted = args.adopted_selector or {}
-        account_labels = {**labels.object_labels("agent"), **adopted}
-        meta_labels = {**labels.workload_labels("agent", s.image), **adopted}
-        taken_over = taking_over_options(args.taking_over)
+        s, adoption = args.settings, args.adoption
+        account_labels = {**labels.object_labels("agent"), **adoption.agent_extra_labels}
+        meta_labels = {**labels.workload_labels("agent", s.image), **adoption.agent_extra_labels}
+        account_taken_over = taking_over_options(adoption.agent_account)
+        daemon_set_taken_over = taking_over_options(adoption.agent_daemon_set)
         account = k8s.core.v1.ServiceAccount(
             name,
             metadata={
                 "name": names.AGENT_NAME,
                 "namespace": args.namespace,
                 "labels": account_labels,
-                **taken_over.metadata,
+                **account_taken_over.metadata,
             },
             # The agent never calls the Kubernetes API; give its pods no token.
             automount_service_account_token=False,
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=taken_over.retain),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=account_taken_over.retain),
         )
         self.daemon_set = k8s.apps.v1.DaemonSet(
             name,
             metadata={
-                "name": args.daemon_set_name,
+                "name": adoption.agent_daemon_set_name,
                 "namespace": args.namespace,
                 "labels": meta_labels,
+                **daemon_set_taken_over.metadata,
             },
             spec={
-                "selector": {"matchLabels": selector},
+                "selector": {"matchLabels": dict(adoption.agent_selector)},
                 # No surge: the agent holds a host port, two on one node cannot both start.
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
                 "template": {
@@ -98,7 +90,9 @@ class KiamAgent(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=list(args.wait_for), retain_on_delete=taken_over.retain
+                parent=self,
+                depends_on=list(args.wait_for),
+                retain_on_delete=daemon_set_taken_over.retain,
             ),
         )
         self.register_outputs({"daemon_set": self.daemon_set})

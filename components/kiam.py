@@ -50,10 +50,7 @@ class Kiam(pulumi.ComponentResource):
         super().__init__("kiam:index:Kiam", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s, cloud = args.settings, args.cloud
-        adoption = s.adoption
-        # During the first migration phase the running install's Service and agents stay in charge.
-        own_agents = adoption is None or adoption.phase != "servers"
-        taking_over = adoption is not None and adoption.taking_over
+        adoption = s.adoption_state
 
         self.roles = cloud.roles(f"{name}-iam", child)
         self.server_nodes = cloud.server_nodes(names.server_nodes_name(name), self.roles, child)
@@ -70,6 +67,7 @@ class Kiam(pulumi.ComponentResource):
             ).metadata.name
 
         domain = s.cluster.cluster_domain
+        ca = adoption.running_install_ca
         service, ns_name = s.server.service_name, s.namespace.name
         self.tls = KiamTls(
             f"{name}-tls",
@@ -79,12 +77,7 @@ class Kiam(pulumi.ComponentResource):
                 server_dns_names=names.service_dns_names(service, ns_name, domain),
                 authority=cloud.certificate_authority,
                 existing_ca=(
-                    (
-                        adoption.ca_certificate.get_secret_value(),
-                        adoption.ca_private_key.get_secret_value(),
-                    )
-                    if adoption
-                    else None
+                    (ca[0].get_secret_value(), ca[1].get_secret_value()) if ca is not None else None
                 ),
             ),
             child,
@@ -101,10 +94,8 @@ class Kiam(pulumi.ComponentResource):
                 server_role_arn=self.roles.server_role_arn,
                 role_base_arn=self.roles.role_base_arn,
                 tls_secret=self.tls.server_secret,
-                extra_pod_labels=adoption.server_pod_labels if adoption else None,
-                create_service=own_agents,
+                adoption=adoption,
                 pod_annotations=scrape_annotations(s.monitoring, s.server.metrics_port),
-                taking_over=taking_over,
             ),
             child,
         )
@@ -112,7 +103,7 @@ class Kiam(pulumi.ComponentResource):
             service, ns_name, domain, s.server.grpc_port
         )
         self.agent = None
-        if own_agents:
+        if adoption.stack_owns_agents:
             self.agent = KiamAgent(
                 f"{name}-agent",
                 AgentArgs(
@@ -122,12 +113,8 @@ class Kiam(pulumi.ComponentResource):
                     server_node_taint=s.node_group.taint,
                     tls_secret=self.tls.agent_secret,
                     wait_for=[self.server.deployment],
-                    daemon_set_name=adoption.agent_daemon_set_name
-                    if adoption
-                    else names.AGENT_NAME,
-                    adopted_selector=adoption.agent_pod_labels if adoption else None,
+                    adoption=adoption,
                     pod_annotations=scrape_annotations(s.monitoring, s.agent.metrics_port),
-                    taking_over=taking_over,
                 ),
                 child,
             )

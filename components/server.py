@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from contracts import labels, names
+from settings.adoption import Adoption
 from settings.node_group import TaintSettings
 from settings.server import ServerSettings
 from specs import kiam_flags
@@ -41,19 +42,12 @@ class ServerArgs:
     """`--role-base-arn`."""
     tls_secret: k8s.core.v1.Secret
     """Server certificate Secret."""
-    extra_pod_labels: dict[str, str] | None = None
-    """Labels added to server pods only (so a running install's Service also selects them)."""
-    create_service: bool = True
-    """False while a running install's Service still serves its agents (migration phase
-    `servers`): the new pods join it through `extra_pod_labels` instead."""
+    adoption: Adoption
+    """Where the stack stands towards a running install: whether it owns the Service, how the
+    `kiam-server` ServiceAccount and the Service are taken over, the labels the running
+    install's Service selects (the server pods carry them too)."""
     pod_annotations: dict[str, str] | None = None
     """Annotations of the server pods (the `prometheus.io/*` scrape annotations, when asked for)."""
-    taking_over: bool = False
-    """True while a running install is taken over (migration phases `servers` and `takeover`):
-    its objects under this program's names (the `kiam-server` ServiceAccount, the Service its
-    agents dial) are applied with force, since its installer's field manager still owns their
-    fields, and kept if the stack is destroyed or goes back a phase, so the running install keeps
-    them (docs/migration.md)."""
 
 
 def rolling_update(spare_nodes: int) -> dict[str, int]:
@@ -95,12 +89,13 @@ class KiamServer(pulumi.ComponentResource):
                 **({"namespace": args.namespace} if namespaced else {}),
             }
 
-        # What a running install may have under the same name (docs/migration.md).
-        taken_over = taking_over_options(args.taking_over)
+        # What a running install may have under the same names (docs/migration.md).
+        adoption = args.adoption
+        account_taken_over = taking_over_options(adoption.server_account)
         account = k8s.core.v1.ServiceAccount(
             name,
-            metadata={**metadata(names.SERVER_NAME), **taken_over.metadata},
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=taken_over.retain),
+            metadata={**metadata(names.SERVER_NAME), **account_taken_over.metadata},
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=account_taken_over.retain),
         )
         role = k8s.rbac.v1.ClusterRole(
             name,
@@ -134,10 +129,11 @@ class KiamServer(pulumi.ComponentResource):
             opts=child,
         )
         self.service = None
-        if args.create_service:
+        if adoption.stack_owns_service:
+            service_taken_over = taking_over_options(adoption.service)
             self.service = k8s.core.v1.Service(
                 name,
-                metadata={**metadata(s.service_name), **taken_over.metadata},
+                metadata={**metadata(s.service_name), **service_taken_over.metadata},
                 spec={
                     # Headless: DNS returns every server pod, and gRPC balances over all of them.
                     "clusterIP": "None",
@@ -157,7 +153,9 @@ class KiamServer(pulumi.ComponentResource):
                         },
                     ],
                 },
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=taken_over.retain),
+                opts=pulumi.ResourceOptions(
+                    parent=self, retain_on_delete=service_taken_over.retain
+                ),
             )
         k8s.policy.v1.PodDisruptionBudget(
             name,
@@ -185,7 +183,7 @@ class KiamServer(pulumi.ComponentResource):
                 "progressDeadlineSeconds": rollout_seconds,
                 "template": {
                     "metadata": {
-                        "labels": {**workload_labels, **(args.extra_pod_labels or {})},
+                        "labels": {**workload_labels, **adoption.server_pod_extra_labels},
                         **({"annotations": args.pod_annotations} if args.pod_annotations else {}),
                     },
                     "spec": self._pod_spec(args, account.metadata.name),

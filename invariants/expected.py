@@ -73,7 +73,7 @@ class Expected:
                 )
             )
         return cls(
-            own_agents=settings.adoption is None or settings.adoption.phase != "servers",
+            own_agents=settings.adoption_state.stack_owns_agents,
             allow_any_role=iam.allow_any_role,
             node_managed_policy_arns=frozenset(
                 managed_policy_arn(partition, policy) for policy in EKS_NODE_MANAGED_POLICIES

@@ -34,6 +34,5 @@ def upsert_option(settings: StackSettings) -> dict[str, Any]:
     adopted in place instead of failing with AlreadyExists. Off otherwise, so an accidental name
     clash is never silently absorbed. The upsert is a server-side apply, which still refuses
     fields another manager set: the components force what they take over."""
-    adoption = settings.adoption
-    upsert = adoption is not None and adoption.taking_over
+    upsert = settings.adoption_state.adopts_existing_objects
     return {"upsert_existing_objects": upsert} if SDK_HAS_UPSERT_SWITCH else {}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
 from contracts import kiam
 from contracts.iam import role_arn
-from settings.adoption import AdoptionSettings
+from settings.adoption import Adoption, AdoptionSettings
 from settings.agent import AgentSettings
 from settings.applications import ApplicationSettings
 from settings.base import DnsLabel, Model
@@ -78,9 +78,18 @@ class StackSettings(Model):
         description="A kubeconfig to use instead of looking the cluster up (set it as a secret: "
         "`pulumi config set --secret kiam:kubeconfig < file`).",
     )
+    _adoption_state: Adoption = PrivateAttr()
+
+    @property
+    def adoption_state(self) -> Adoption:
+        """Where the stack stands towards a running install (`kiam:adoption`), derived once: who
+        owns the agents and the Service, what is forced and kept, the running install's names,
+        selectors and CA. Every part of the program reads it instead of the phase."""
+        return self._adoption_state
 
     @model_validator(mode="after")
     def _check(self) -> StackSettings:
+        self._adoption_state = Adoption.of(self.adoption)
         if self.node_group.min_size < self.server.replicas:
             raise ValueError(
                 f"kiam:nodeGroup.minSize ({self.node_group.min_size}) must be at least "
@@ -111,11 +120,7 @@ class StackSettings(Model):
                 "kiam:namespace.create must be false with kiam:adoption: the running install's "
                 "namespace exists already (set kiam:namespace.name to it)"
             )
-        if (
-            self.monitoring.enabled
-            and self.adoption is not None
-            and self.adoption.phase == "servers"
-        ):
+        if self.monitoring.enabled and not self.adoption_state.stack_owns_agents:
             raise ValueError(
                 "kiam:monitoring.enabled must wait for kiam:adoption.phase takeover: in phase "
                 "servers the running install's agents and Service are in charge, which this "

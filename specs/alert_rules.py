@@ -51,11 +51,10 @@ class AlertContext:
 
 def context_of(settings: StackSettings) -> AlertContext:
     """The alert context of a stack."""
-    adoption = settings.adoption
     return AlertContext(
         namespace=settings.namespace.name,
         server_deployment=names.SERVER_NAME,
-        agent_daemon_set=adoption.agent_daemon_set_name if adoption else names.AGENT_NAME,
+        agent_daemon_set=settings.adoption_state.agent_daemon_set_name,
         server_taint=(settings.node_group.taint.key, settings.node_group.taint.value),
         # A `pulumi up` within earlyRenewalHours of expiry re-issues the leaf certificates; half
         # that window gone without one means nobody ran it, with time left to do so.

@@ -1,5 +1,5 @@
-"""Objects a running kiam install may already have under this program's names, while the stack
-takes it over (migration phases `servers` and `takeover`, docs/migration.md)."""
+"""How an object a running kiam install may already have under this program's name is rendered,
+as `StackSettings.adoption_state` decides it for that object (docs/migration.md)."""
 
 from __future__ import annotations
 
@@ -7,24 +7,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.labels import PATCH_FORCE_ANNOTATION
+from settings.adoption import ObjectTakeover
 
 
 @dataclass(frozen=True)
 class TakenOver:
-    """How an object a running install may already have under this program's name is handled."""
+    """What the components write for one such object."""
 
     metadata: dict[str, Any]
-    """Metadata to merge: the force annotation while taking over, nothing otherwise."""
+    """Metadata to merge: the force annotation when the object is forced, nothing otherwise."""
     retain: bool
-    """Kept on delete while taking over."""
+    """`retainOnDelete`."""
 
 
-def taking_over_options(taking_over: bool) -> TakenOver:
-    """While taking over: applied with force (without it the API server refuses every field whose
-    value differs from the one the old installer's field manager set, e.g. the Service's
-    selector, or Helm's `app.kubernetes.io/managed-by` label) and kept on delete (a rollback
-    leaves the running install what it had). Otherwise neither: a clash with an object of the
-    same name fails loudly and a destroy removes what the stack made."""
-    if not taking_over:
-        return TakenOver(metadata={}, retain=False)
-    return TakenOver(metadata={"annotations": {PATCH_FORCE_ANNOTATION: "true"}}, retain=True)
+def taking_over_options(takeover: ObjectTakeover) -> TakenOver:
+    """The force annotation (pulumi-kubernetes applies an object carrying it with force) and the
+    resource option that keep what `takeover` says."""
+    metadata = {"annotations": {PATCH_FORCE_ANNOTATION: "true"}} if takeover.forced else {}
+    return TakenOver(metadata=metadata, retain=takeover.kept_on_delete)

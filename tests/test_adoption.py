@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from invariants import check_all
 from invariants.recorded import resources_from_recording
-from settings import SettingsError
+from settings import SettingsError, settings_from_stack_file
+from settings.adoption import Adoption, ObjectTakeover, Phase
+from settings.base import UNDECRYPTED_SECRET
 from settings.loader import read_stack_file, settings_from_values
+from settings.stack import StackSettings
 from tests.conftest import base_config, expected_of, pod_spec, run_program
 from tools.mock_engine import PROJECT_DIR, Recording
 
@@ -264,3 +269,157 @@ def test_without_adoption_nothing_is_forced_or_kept(base_run: Recording) -> None
         annotations = (r.inputs.get("metadata") or {}).get("annotations") or {}
         assert "pulumi.com/patchForce" not in annotations
         assert not r.retain_on_delete
+
+
+# The adoption state each kind of stack gets, field by field (`StackSettings.adoption_state`).
+# Written out by hand, from docs/migration.md, so a change of any answer fails here.
+HELM_SERVER_LABELS = {"app": "kiam", "component": "server", "release": "kiam"}
+HELM_AGENT_LABELS = {"app": "kiam", "component": "agent", "release": "kiam"}
+OUR_AGENT_SELECTOR = {"app.kubernetes.io/name": "kiam", "app.kubernetes.io/component": "agent"}
+NEITHER = ObjectTakeover(forced=False, kept_on_delete=False)
+FORCED_AND_KEPT = ObjectTakeover(forced=True, kept_on_delete=True)
+KEPT_ONLY = ObjectTakeover(forced=False, kept_on_delete=True)
+RUNNING_CA = (SecretStr(CA_CERT), SecretStr(CA_KEY))
+
+
+def helm_adoption_config(phase: str) -> dict[str, Any]:
+    """The Helm chart's release `kiam` (docs/migration.md's table): other labels, same names; the
+    DaemonSet name left to its default, the upstream one the chart uses too."""
+    config = adoption_config(phase)
+    adoption = config["kiam:adoption"]
+    del adoption["agentDaemonSetName"]
+    adoption["agentPodLabels"] = HELM_AGENT_LABELS
+    adoption["serverPodLabels"] = HELM_SERVER_LABELS
+    return config
+
+
+def _upstream(phase: Phase, **answers: Any) -> Adoption:
+    return Adoption(
+        phase=phase,
+        agent_daemon_set_name="kiam-agent",
+        agent_selector=OLD_AGENT_LABELS,
+        agent_extra_labels=OLD_AGENT_LABELS,
+        server_pod_extra_labels=OLD_SERVER_LABELS,
+        running_install_ca=RUNNING_CA,
+        **answers,
+    )
+
+
+TAKING_OVER = {
+    "adopts_existing_objects": True,
+    "server_account": FORCED_AND_KEPT,
+    "service": FORCED_AND_KEPT,
+    "agent_account": FORCED_AND_KEPT,
+    "agent_daemon_set": KEPT_ONLY,
+}
+ADOPTION_STATES: dict[str, tuple[dict[str, Any], Adoption]] = {
+    "no adoption": (
+        base_config(),
+        Adoption(
+            phase=None,
+            stack_owns_agents=True,
+            stack_owns_service=True,
+            adopts_existing_objects=False,
+            server_account=NEITHER,
+            service=NEITHER,
+            agent_account=NEITHER,
+            agent_daemon_set=NEITHER,
+            agent_daemon_set_name="kiam-agent",
+            agent_selector=OUR_AGENT_SELECTOR,
+            agent_extra_labels={},
+            server_pod_extra_labels={},
+            running_install_ca=None,
+        ),
+    ),
+    "upstream servers": (
+        adoption_config("servers"),
+        _upstream("servers", stack_owns_agents=False, stack_owns_service=False, **TAKING_OVER),
+    ),
+    "upstream takeover": (
+        adoption_config("takeover"),
+        _upstream("takeover", stack_owns_agents=True, stack_owns_service=True, **TAKING_OVER),
+    ),
+    "upstream complete": (
+        adoption_config("complete"),
+        _upstream(
+            "complete",
+            stack_owns_agents=True,
+            stack_owns_service=True,
+            adopts_existing_objects=False,
+            server_account=NEITHER,
+            service=NEITHER,
+            agent_account=NEITHER,
+            agent_daemon_set=NEITHER,
+        ),
+    ),
+    "helm takeover": (
+        helm_adoption_config("takeover"),
+        Adoption(
+            phase="takeover",
+            stack_owns_agents=True,
+            stack_owns_service=True,
+            agent_daemon_set_name="kiam-agent",
+            agent_selector=HELM_AGENT_LABELS,
+            agent_extra_labels=HELM_AGENT_LABELS,
+            server_pod_extra_labels=HELM_SERVER_LABELS,
+            running_install_ca=RUNNING_CA,
+            **TAKING_OVER,
+        ),
+    ),
+    "renamed agent daemon set": (
+        base_config(
+            namespace={"name": "kube-system", "create": False},
+            adoption={
+                **adoption_config("complete")["kiam:adoption"],
+                "agentDaemonSetName": "legacy-agents",
+            },
+        ),
+        Adoption(
+            phase="complete",
+            stack_owns_agents=True,
+            stack_owns_service=True,
+            adopts_existing_objects=False,
+            server_account=NEITHER,
+            service=NEITHER,
+            agent_account=NEITHER,
+            agent_daemon_set=NEITHER,
+            agent_daemon_set_name="legacy-agents",
+            agent_selector=OLD_AGENT_LABELS,
+            agent_extra_labels=OLD_AGENT_LABELS,
+            server_pod_extra_labels=OLD_SERVER_LABELS,
+            running_install_ca=RUNNING_CA,
+        ),
+    ),
+}
+
+
+def settings_of_config(config: dict[str, Any]) -> StackSettings:
+    values = {k.removeprefix("kiam:"): v for k, v in config.items()}
+    return settings_from_values(values, "test")
+
+
+@pytest.mark.parametrize(("config", "expected"), ADOPTION_STATES.values(), ids=ADOPTION_STATES)
+def test_the_adoption_state_of_each_kind_of_stack(
+    config: dict[str, Any], expected: Adoption
+) -> None:
+    state = settings_of_config(config).adoption_state
+    # Field by field first, so a failure names the answer that changed.
+    for name in Adoption.__dataclass_fields__:
+        assert getattr(state, name) == getattr(expected, name), name
+    assert state == expected
+
+
+def test_the_adoption_state_is_computed_once() -> None:
+    """Every reader gets the same object, made when the settings were validated."""
+    settings = settings_of_config(adoption_config("takeover"))
+    assert settings.adoption_state is settings.adoption_state
+
+
+def test_the_phase_files_have_the_upstream_states() -> None:
+    """The runbook's own stack files describe the upstream install the table above does; their CA
+    is `secure:`, which only the Pulumi CLI decrypts."""
+    undecrypted = (SecretStr(UNDECRYPTED_SECRET), SecretStr(UNDECRYPTED_SECRET))
+    for path, phase in zip(PHASE_FILES, PHASES, strict=True):
+        settings, _ = settings_from_stack_file(path)
+        expected = ADOPTION_STATES[f"upstream {phase}"][1]
+        assert settings.adoption_state == replace(expected, running_install_ca=undecrypted), path

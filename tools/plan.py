@@ -165,7 +165,7 @@ def _section(title: str, lines: list[str]) -> str:
 def summary(stack: str, path: Path, s: StackSettings, recording: Any, ordering: list[str]) -> str:
     """The human part of the plan: key settings, resources by component, the ordering edges as
     checked (`tools.ordering`)."""
-    ng, server, agent = s.node_group, s.server, s.agent
+    ng, server, agent, adoption = s.node_group, s.server, s.agent, s.adoption_state
     zones = sorted({sub.zone for sub in ng.subnets if sub.zone}) or ["(zones not given)"]
     taint = ng.taint
     outputs = recording.stack_outputs
@@ -176,15 +176,15 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any, ordering: 
         f"servers       {server.replicas} x {server.image}, sessions {server.session_duration} (refresh {server.session_refresh})",
         (
             f"agents        intercept on {agent.host_interface}, dial {outputs.get('serverAddress')}"
-            if not (s.adoption and s.adoption.phase == "servers")
+            if adoption.stack_owns_agents
             else "agents        the running install's, through its Service (migration phase servers)"
         ),
         f"IAM           server may assume {', '.join(outputs.get('applicationRolePatterns') or [])}",
         *(
             [
-                f"adoption      phase {s.adoption.phase}: CA, Service {s.server.service_name}:{s.server.grpc_port} and labels of the running install"
+                f"adoption      phase {adoption.phase}: CA, Service {s.server.service_name}:{s.server.grpc_port} and labels of the running install"
             ]
-            if s.adoption
+            if adoption.phase is not None
             else []
         ),
         # What a pod author writes, per application (the `applications` output).

@@ -11,6 +11,7 @@ group, and no server restarts.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +139,21 @@ def _watched_up(
         at_return = watcher.sample()
         watcher.samples.append(at_return)
     assert not watcher.errors, watcher.errors
+    # Kept beside the event log, for whoever reads a failure.
+    log.with_suffix(".timeline.json").write_text(
+        json.dumps(
+            [
+                {
+                    "t": round(x.t, 3),
+                    "servers": x.servers,
+                    "endpoints": x.ready_endpoints,
+                    "nodes": sorted(x.nodes),
+                }
+                for x in watcher.timeline
+            ],
+            indent=1,
+        )
+    )
     now = set(env.dedicated_nodes())
     path = _path(read_event_log(log), old, now)
     return Watched(step, path, watcher, returned - began, at_return, old, now - old, pods_before)

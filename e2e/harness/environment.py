@@ -10,6 +10,7 @@ from typing import Any
 from contracts.labels import NODE_GROUP_LABEL, Role, selector_labels
 from e2e.harness import stack_yaml
 from e2e.harness.cluster import ControlPlane
+from e2e.harness.drainer import Drainer
 from e2e.harness.kube import Kube, is_ready, selector
 from e2e.harness.pulumi import PulumiStack, install_provider
 from e2e.harness.shape import ClusterShape, shape_of
@@ -26,6 +27,13 @@ class Environment:
     plane: ControlPlane
     kube: Kube
 
+    def __post_init__(self) -> None:
+        # EKS drains a node before it terminates it: so does the harness, for as long as this
+        # environment is in use (the stand-in's Nodes wait for it, e2e/harness/drainer.py).
+        self.drainer = Drainer(self.kube)
+        self._draining = self.drainer.running()
+        self._draining.__enter__()
+
     @classmethod
     def start(cls, root: Path, bin_dir: Path, name: str) -> Environment:
         plane = ControlPlane(name=name, workdir=root / "cluster", bin_dir=bin_dir)
@@ -34,6 +42,7 @@ class Environment:
         return cls(root=root, bin_dir=bin_dir, plane=plane, kube=kube)
 
     def stop(self) -> None:
+        self._draining.__exit__(None, None, None)
         self.plane.stop()
 
     def stack(self, name: str) -> PulumiStack:

@@ -25,6 +25,9 @@ from settings.node_group import ARM_AMI_TYPES, NodeGroupSettings
 
 # Where the group ConfigMaps live: a namespace every control plane has.
 GROUP_NAMESPACE = "kube-system"
+# Holds a deleted Node until the harness has drained it, as EKS drains a node before it
+# terminates it (e2e/harness/drainer.py).
+DRAIN_FINALIZER = "kiam.e2e/eks-drain"
 # What kwok needs to take a Node over: it keeps it Ready and runs (pretends to run) its pods.
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
 # The workload nodes the harness applies get a small instance's room. The dedicated nodes cannot
@@ -137,6 +140,7 @@ class KwokNodeGroup(pulumi.ComponentResource):
                             _labels_of(s, zone, args.region)
                         ),
                         "annotations": KWOK_ANNOTATION,
+                        "finalizers": [DRAIN_FINALIZER],
                     },
                     spec={
                         "taints": [

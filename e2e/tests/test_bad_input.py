@@ -69,3 +69,30 @@ def test_settings_set_with_the_cli_are_read(env: Environment) -> None:
         assert len(env.dedicated_nodes()) == 3
     finally:
         stack.destroy()
+
+
+def test_an_account_id_with_a_leading_zero_reaches_the_program_as_written(
+    env: Environment,
+) -> None:
+    """About one account id in ten starts with 0: the stack file the harness (and the sandbox)
+    writes keeps it a string for the CLI's YAML 1.2 reader, and `pulumi config set --path`
+    without `--type string` turns it into a number, which the settings refuse with the fix."""
+    config = with_changes(example_config("dev"), cluster={"accountId": "098765432109"})
+    stack, _ = deploy(env, "zero", config)
+    try:
+        assert stack.preview().returncode == 0
+        path = "kiam:cluster.accountId"
+        stack.run("config", "set", "--stack", "zero", "--path", path, "098765432109")
+        refused = stack.preview(check=False)
+        assert refused.returncode != 0
+        assert (
+            "kiam:cluster.accountId: got the number 98765432109, not a string: an account id "
+            "must be quoted in the stack file (accountId: '098765432109' if that is the account)"
+        ) in refused.output
+        assert "Traceback" not in refused.output
+        stack.run(
+            "config", "set", "--stack", "zero", "--path", "--type", "string", path, "098765432109"
+        )
+        assert stack.preview().returncode == 0
+    finally:
+        stack.remove()

@@ -82,6 +82,8 @@ def steps(size: int) -> list[Step]:
             {"nodeGroup": {"desiredSize": size + 1, "maxSize": size + 2}},
             NodeChange.SCALING,
         ),
+        # EKS drains the node it terminates (the harness's drainer, as EKS: eviction API).
+        Step("scaling (one node fewer)", {"nodeGroup": {"desiredSize": size}}, NodeChange.SCALING),
     ]
 
 
@@ -248,11 +250,15 @@ def test_labels_and_sizes_change_the_running_group_and_restart_no_server(
     changed: Changed,
 ) -> None:
     in_place = [w for w in changed.watched if w.path is not NodeChange.REPLACEMENT]
-    assert [w.step.label for w in in_place] == ["labels", "scaling (one node more)"]
-    for w in in_place:
+    assert [w.step.label for w in in_place] == [
+        "labels",
+        "scaling (one node more)",
+        "scaling (one node fewer)",
+    ]
+    labels, more, fewer = in_place
+    for w in (labels, more):
         assert set(w.at_return.servers) == w.server_pods_before, w.step.label
         assert w.watcher.min_ready_servers() == REPLICAS, w.step.label
-    labels, scaling = in_place
     assert labels.new_nodes == set()
     assert labels.old_nodes <= labels.at_return.nodes
     # EKS applies labels to the nodes already running: so did the stand-in.
@@ -260,4 +266,16 @@ def test_labels_and_sizes_change_the_running_group_and_restart_no_server(
         assert changed.env.kube.get(f"/api/v1/nodes/{node}")["metadata"]["labels"]["team"] == (
             "platform"
         )
-    assert len(scaling.new_nodes) == 1
+    assert len(more.new_nodes) == 1
+    # One node fewer: it was drained through the eviction API before it went, so a server on it
+    # (if any) moved with at most the one disruption the PodDisruptionBudget allows.
+    (removed,) = fewer.old_nodes - fewer.at_return.nodes
+    assert (removed, True) in [(node, emptied) for node, _, emptied in changed.env.drainer.drained]
+    assert fewer.watcher.min_ready_servers() >= REPLICAS - 1
+
+
+def test_every_deleted_node_was_drained_before_the_limit(changed: Changed) -> None:
+    # Old groups' nodes (after a replacement) and scaled-in ones alike, as EKS drains them.
+    assert changed.env.drainer.drained
+    assert all(emptied for _, _, emptied in changed.env.drainer.drained)
+    assert changed.env.drainer.errors == []

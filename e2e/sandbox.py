@@ -101,13 +101,14 @@ def watched_summary(watcher: Watcher, replicas: int) -> str:
     fewest = min(s.ready_servers for s in timeline)
     zero = [s.t for s in timeline if s.ready_endpoints == 0]
     before = timeline[0]
-    # On a first install there were no servers before: count from the first Ready one.
+    # On a first install there was nothing to serve before: count from the moment the Service
+    # first had a ready endpoint (a Ready pod reaches the EndpointSlice a moment later).
     if before.ready_servers == 0:
-        ready = [s.t for s in timeline if s.ready_servers > 0]
-        if not ready:
+        serving = [s.t for s in timeline if s.ready_endpoints > 0]
+        if not serving:
             return f"\nDuring `pulumi up`: no server became Ready (of {replicas})"
-        fewest = min(s.ready_servers for s in timeline if s.t >= ready[0])
-        zero = [s.t for s in timeline if s.t >= ready[0] and s.ready_endpoints == 0]
+        fewest = min(s.ready_servers for s in timeline if s.t >= serving[0])
+        zero = [s.t for s in timeline if s.t >= serving[0] and s.ready_endpoints == 0]
     endpoints = (
         f"the Service had no ready endpoint at {len(zero)} observed moments"
         if zero

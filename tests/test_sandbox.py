@@ -59,9 +59,10 @@ def test_a_change_that_took_every_server_away_says_so() -> None:
     )
 
 
-def test_a_first_install_counts_from_the_first_ready_server() -> None:
-    watched = _watched(_sample(0, 0, 0), _sample(0.5, 1, 1), _sample(1.0, 2, 2))
+def test_a_first_install_counts_from_the_first_ready_endpoint() -> None:
+    # The first server is Ready a moment before the EndpointSlice has it.
+    watched = _watched(_sample(0, 0, 0), _sample(0.2, 1, 0), _sample(0.5, 1, 1), _sample(1.0, 2, 2))
     assert sandbox.watched_summary(watched, 2) == (
         "\nDuring `pulumi up`: fewest Ready servers 1 (of 2); the Service always had a ready "
-        "endpoint; 3 observations"
+        "endpoint; 4 observations"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -199,10 +200,10 @@ class KiamView:
                 if requests:
                     found += [dig(r.inputs, "dnsNames", default=[]) or [] for r in requests]
                     continue
-                pem = dig(secret.inputs, "stringData", "tls.crt")
-                if is_unknown(pem):
+                pem = _certificate_in(secret)
+                if is_unknown(pem) or pem is None:
                     found.append(UNKNOWN)
-                elif isinstance(pem, str):
+                else:
                     found.append(x509.dns_names(pem) or [])
         return found
 
@@ -284,6 +285,24 @@ def flag_values(args: Any, flag: str) -> list[str]:
         return []
     prefix = f"{flag}="
     return [a[len(prefix) :] for a in args if isinstance(a, str) and a.startswith(prefix)]
+
+
+def _certificate_in(secret: Resource) -> Any:
+    """The PEM certificate a kubernetes.io/tls Secret holds: in `stringData` as the program
+    registers it, in base64 `data` as the provider returns it once created (what a policy pack
+    sees of it after `up`); None where neither can be read (`UNKNOWN` while not known)."""
+    pem = dig(secret.inputs, "stringData", "tls.crt")
+    if isinstance(pem, str) or is_unknown(pem):
+        return pem
+    encoded = dig(secret.inputs, "data", "tls.crt")
+    if is_unknown(encoded):
+        return UNKNOWN
+    if isinstance(encoded, str):
+        try:
+            return base64.b64decode(encoded, validate=True).decode()
+        except (ValueError, UnicodeDecodeError):
+            return None
+    return None
 
 
 def tolerates(toleration: Any, taint: dict[str, str]) -> bool:

@@ -4,9 +4,10 @@ for each part of a guarantee that one resource decides, each a thin wrapper arou
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import pulumi
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
@@ -70,11 +71,34 @@ def to_resource(resource: PolicyResource) -> Resource:
     )
 
 
+# The stack's config from the engine's ConfigureStack request, kept for the analyses: the Pulumi
+# runtime keeps config in a context variable, which the gRPC thread that serves ConfigureStack
+# does not share with the ones that serve the analyses.
+_stack_config: dict[str, tuple[dict[str, str], list[str]]] = {}
+
+
+def take_stack_config(config: Mapping[str, str], secret_keys: Sequence[str]) -> None:
+    """Keep the stack's config as the engine hands it to the pack in `ConfigureStack` (every
+    key, its value as the program gets it). pulumi-policy 1.21 keeps only the request's tags;
+    and a pack the CLI starts itself (`policy/pack-launcher`) gets no `PULUMI_CONFIG` in its
+    environment, so this is the only way its settings arrive there."""
+    if config:
+        _stack_config["stack"] = (dict(config), list(secret_keys))
+
+
+def _use_stack_config() -> None:
+    """Put the kept config into this thread's Pulumi runtime, where the settings loader reads
+    it; config in the environment (`PULUMI_CONFIG`) wins, as for the program."""
+    if "stack" in _stack_config and not pulumi.runtime.get_config_env():
+        pulumi.runtime.set_all_config(*_stack_config["stack"])
+
+
 def _expected() -> tuple[Expected | None, str]:
     """What the stack asked for, from its settings: the engine starts the pack's process with
     the stack's config (`PULUMI_CONFIG`, secrets decrypted, as for the program), which
     pulumi-policy loads into the Pulumi runtime before each analysis; the pack reads it as the
     program does. Where it cannot (no config handed over, or invalid), why not."""
+    _use_stack_config()
     try:
         return Expected.of_running_stack(), ""
     except SettingsError as error:

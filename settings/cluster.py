@@ -31,8 +31,8 @@ MAX_CLUSTER_NAME = 99 - len(names.launch_template_name_prefix(""))
 
 
 def _not_a_number(value: object) -> object:
-    # YAML reads unquoted digits as a number and drops a leading zero (about one account id in
-    # ten has one); `pulumi config set --path` without `--type string` writes it that way too.
+    # The CLI's YAML 1.2 reader takes unquoted digits for a number and drops a leading zero
+    # (about one account id in ten has one): proven in e2e/tests/test_bad_input.py.
     if isinstance(value, int) and not isinstance(value, bool):
         raise ValueError(
             f"got the number {value}, not a string: an account id must be quoted in the stack "

@@ -82,6 +82,7 @@ def test_every_golden_file_is_in_normal_form() -> None:
         "preview-image-bump.txt",
         "preview-namespace-takeover.txt",
         "preview-node-group-replacement.txt",
+        "preview-taint-change.txt",
     ]
     for path in goldens:
         assert normalise(path.read_text()) == path.read_text(), path.name

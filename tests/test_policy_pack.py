@@ -345,3 +345,28 @@ def test_administrator_access_on_a_kiam_role_fails_the_preview(
             urn,
         )
     ]
+
+
+def test_the_pack_takes_the_stack_config_the_engine_configures_it_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pack the CLI starts itself (policy/pack-launcher) has no PULUMI_CONFIG: the config comes
+    only in the engine's ConfigureStack request, served on another thread than the analyses."""
+    import threading
+
+    from policy import kiam_policy
+
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    monkeypatch.setattr(kiam_policy, "_stack_config", {})
+    pulumi.runtime.set_all_config({}, [])
+    config = {k: json.dumps(v) for k, v in BASE.items()}
+    configure = threading.Thread(target=kiam_policy.take_stack_config, args=(config, []))
+    configure.start()
+    configure.join()
+    expected, why_not = kiam_policy._expected()
+    assert why_not == ""
+    assert expected is not None and expected.own_agents is True
+    # Config in the environment wins, as for the program.
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"kiam:cluster": "{}"}))
+    pulumi.runtime.set_all_config({}, [])
+    assert kiam_policy._expected()[0] is None

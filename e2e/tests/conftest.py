@@ -55,6 +55,23 @@ def fresh_environment(session_root: Path, bin_dir: Path, label: str) -> Iterator
         environment.stop()
 
 
+@contextmanager
+def installed_dev_with_capacity(
+    session_root: Path, bin_dir: Path, label: str, *, spare: bool
+) -> Iterator[tuple[Environment, PulumiStack, dict[str, Any]]]:
+    """The dev stack installed on a control plane of its own, its node group sized for its
+    servers, plus one spare node if asked: what the watched rollouts start from."""
+    replicas = int(example_config("dev")["kiam:server"]["replicas"])
+    with fresh_environment(session_root, bin_dir, f"{label}-{'spare' if spare else 'none'}") as env:
+        size = replicas + (1 if spare else 0)
+        config = with_changes(
+            example_config("dev"), nodeGroup={"desiredSize": size, "maxSize": size + 1}
+        )
+        stack, _ = deploy(env, "dev", config)
+        stack.up()
+        yield env, stack, config
+
+
 @pytest.fixture(scope="module")
 def env(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) -> Iterator[Environment]:
     """A fresh control plane for one test module."""

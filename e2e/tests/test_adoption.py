@@ -452,6 +452,7 @@ def test_the_previews_show_what_the_runbook_says(move: Move) -> None:
         ("kiam:index:Kiam", "kiam"): "create",
         ("kiam:index:Tls", "kiam-tls"): "create",
         ("kiam:e2e:KwokNodeGroup", "kiam-server-nodes"): "create",
+        ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes"): "create",
         ("kiam:index:Server", "kiam-server"): "create",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-0"): "create",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-1"): "create",

@@ -25,14 +25,11 @@ from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
 from e2e.harness.watcher import Sample, Watcher
 from e2e.tests.conftest import (
     REPORT,
-    deploy,
-    example_config,
-    fresh_environment,
+    installed_dev_with_capacity,
     set_settings,
     with_changes,
 )
 
-STACK = "dev"
 NAMESPACE = "kiam"
 REPLICAS = 2
 # The stand-in group (the arguments whose change replaces it) and its nodes.
@@ -164,17 +161,13 @@ def _watched_up(
 @pytest.fixture(scope="module", params=[False, True], ids=["no-spare-node", "spare-node"])
 def changed(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) -> Iterator[Changed]:
     spare = request.param
-    with fresh_environment(
-        session_root, bin_dir, f"node-changes-{'spare' if spare else 'none'}"
-    ) as env:
-        size = REPLICAS + (1 if spare else 0)
-        config = with_changes(
-            example_config(STACK), nodeGroup={"desiredSize": size, "maxSize": size + 1}
-        )
-        stack, _ = deploy(env, STACK, config)
-        stack.up()
+    with installed_dev_with_capacity(session_root, bin_dir, "node-changes", spare=spare) as (
+        env,
+        stack,
+        config,
+    ):
         watched = []
-        for step in steps(size):
+        for step in steps(REPLICAS + (1 if spare else 0)):
             config = with_changes(config, **step.changes)
             watched.append(_watched_up(env, stack, config, step))
         result = Changed(spare, watched, env)

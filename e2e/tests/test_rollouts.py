@@ -24,14 +24,11 @@ from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
 from e2e.harness.watcher import Sample, Watcher
 from e2e.tests.conftest import (
     REPORT,
-    deploy,
-    example_config,
-    fresh_environment,
+    installed_dev_with_capacity,
     set_settings,
     with_changes,
 )
 
-STACK = "dev"
 NAMESPACE = "kiam"
 NEW_IMAGE = "quay.io/uswitch/kiam:v4.2-e2e"
 REPLICAS = 2
@@ -77,15 +74,11 @@ def _watched_up(env: Environment, stack: PulumiStack, config: dict[str, Any], lo
 @pytest.fixture(scope="module", params=[False, True], ids=["no-spare-node", "spare-node"])
 def rolled(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) -> Iterator[Rolled]:
     spare = request.param
-    with fresh_environment(
-        session_root, bin_dir, f"rollouts-{'spare' if spare else 'none'}"
-    ) as env:
-        size = REPLICAS + (1 if spare else 0)
-        config = with_changes(
-            example_config(STACK), nodeGroup={"desiredSize": size, "maxSize": size + 1}
-        )
-        stack, _ = deploy(env, STACK, config)
-        stack.up()
+    with installed_dev_with_capacity(session_root, bin_dir, "rollouts", spare=spare) as (
+        env,
+        stack,
+        config,
+    ):
         replaced = with_changes(config, nodeGroup={"instanceTypes": ["t3.medium"]})
         replacement = _watched_up(env, stack, replaced, env.root / "replacement.jsonl")
         upgraded = with_changes(replaced, server={"image": NEW_IMAGE}, agent={"image": NEW_IMAGE})

@@ -69,3 +69,14 @@ def test_every_in_place_path_that_touches_the_servers_nodes_is_replaced_instead(
     replaced = {a for a in ON_CHANGE if path_taken(a) is NodeChange.REPLACEMENT}
     assert replaced | set(IN_PLACE) == set(ON_CHANGE)
     assert not replaced & set(IN_PLACE)
+
+
+def test_the_volume_a_launch_template_sizes_per_ami_family() -> None:
+    # Bottlerocket's documentation: an OS volume (/dev/xvda) and a data volume (/dev/xvdb) that
+    # holds containers and images; Amazon Linux keeps everything on its root volume, /dev/xvda.
+    from contracts.eks_node_group import root_device
+
+    assert root_device("BOTTLEROCKET_x86_64") == "/dev/xvdb"
+    assert root_device("BOTTLEROCKET_ARM_64") == "/dev/xvdb"
+    assert root_device("AL2023_x86_64_STANDARD") == "/dev/xvda"
+    assert root_device("AL2023_ARM_64_STANDARD") == "/dev/xvda"

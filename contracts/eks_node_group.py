@@ -21,6 +21,11 @@ from __future__ import annotations
 
 from enum import Enum
 
+# EKS user guide, "Delete a managed node group" (scale-in terminates nodes the same way): "If the
+# node hasn't been drained after 5 minutes, Amazon EKS lets Auto Scaling continue the forced
+# termination of the instance."
+DRAIN_BEFORE_TERMINATION_SECONDS = 5 * 60
+
 
 class NodeChange(str, Enum):
     """The path EKS takes for a change of one node group argument."""

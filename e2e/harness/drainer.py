@@ -21,11 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from contracts.eks_node_group import DRAIN_BEFORE_TERMINATION_SECONDS
 from e2e.harness.kube import ApiError, Kube
 from e2e.standins.nodes import DRAIN_FINALIZER as FINALIZER
 
 # EKS forces a termination 5 minutes after it asked for the drain.
-DRAIN_LIMIT_SECONDS = 300.0
+DRAIN_LIMIT_SECONDS = float(DRAIN_BEFORE_TERMINATION_SECONDS)
 RETRY_SECONDS = 0.5
 
 

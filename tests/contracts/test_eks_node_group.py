@@ -80,3 +80,13 @@ def test_the_volume_a_launch_template_sizes_per_ami_family() -> None:
     assert root_device("BOTTLEROCKET_ARM_64") == "/dev/xvdb"
     assert root_device("AL2023_x86_64_STANDARD") == "/dev/xvda"
     assert root_device("AL2023_ARM_64_STANDARD") == "/dev/xvda"
+
+
+def test_how_long_eks_waits_for_a_drain_before_it_terminates_a_node() -> None:
+    # "Delete a managed node group": forced termination after 5 minutes of draining.
+    from contracts.eks_node_group import DRAIN_BEFORE_TERMINATION_SECONDS
+    from e2e.harness.drainer import DRAIN_LIMIT_SECONDS
+
+    assert DRAIN_BEFORE_TERMINATION_SECONDS == 300
+    # The stand-in's drainer waits exactly as long as EKS does.
+    assert DRAIN_LIMIT_SECONDS == 300.0

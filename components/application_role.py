@@ -52,7 +52,7 @@ class ApplicationRole(pulumi.ComponentResource):
         super().__init__("kiam:index:ApplicationRole", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
-        irsa = s.irsa
+        irsa = s.served_by.irsa
         # Known before the role exists: IAM's ARN format is fixed, and the AWS provider is pinned
         # to this account. What kiam resolves the annotation to is checked against the role's
         # real ARN by the `application-reachable` guarantee.
@@ -68,7 +68,7 @@ class ApplicationRole(pulumi.ComponentResource):
                     partition=args.partition,
                     account_id=args.account_id,
                     namespace=s.namespace,
-                    service_account=irsa.service_account if irsa else None,
+                    service_account=s.service_account if irsa else None,
                 )
             )
         )

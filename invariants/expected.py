@@ -64,7 +64,7 @@ class Expected:
                 ExpectedApplication(
                     name=name,
                     namespace=app.namespace,
-                    service_account=app.irsa.service_account if app.irsa else None,
+                    service_account=app.service_account if app.served_by.irsa else None,
                     role_name=app.role_name,
                     path=path,
                     arn=role_arn(partition, account, path, app.role_name),

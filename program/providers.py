@@ -39,7 +39,8 @@ def create_providers(settings: StackSettings) -> Providers:
         default_tags={"tags": {"kiam:cluster": cluster.name, "kiam:managed-by": "pulumi"}},
     )
     invoke = pulumi.InvokeOutputOptions(provider=aws_provider)
-    need_lookup = settings.kubeconfig is None or any(a.irsa for a in settings.applications.values())
+    irsa = any(a.served_by.irsa for a in settings.applications.values())
+    need_lookup = settings.kubeconfig is None or irsa
     eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke) if need_lookup else None
     if settings.kubeconfig is not None:
         kubeconfig: pulumi.Input[str] = pulumi.Output.secret(settings.kubeconfig.get_secret_value())
@@ -49,7 +50,7 @@ def create_providers(settings: StackSettings) -> Providers:
     kubernetes = kubernetes_provider(settings, kubeconfig)
     issuer = (
         eks.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
-        if eks is not None and any(a.irsa for a in settings.applications.values())
+        if eks is not None and irsa
         else None
     )
     return Providers(aws=aws_provider, kubernetes=kubernetes, oidc_issuer=issuer)

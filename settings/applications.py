@@ -1,7 +1,9 @@
-"""Application roles pods may assume through kiam (and, optionally, through IRSA)."""
+"""Application roles, and how each application gets its credentials: through kiam, through EKS Pod
+Identity or IRSA, or through both while it moves (docs/leaving-kiam.md)."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
@@ -31,12 +33,61 @@ PolicyArn = Annotated[
 PolicyDocument = Annotated[dict[str, Any], AfterValidator(check_policy_document)]
 
 
-class IrsaSettings(Model):
-    """Also trust the cluster's OIDC provider for one service account, so the app can move to IRSA."""
+class ServedBy(StrEnum):
+    """Where an application's pods get their credentials; each move is one step along a path:
+    `kiam` -> `kiam+podIdentity` -> `podIdentity`, or `kiam` -> `kiam+irsa` -> `irsa`, and back.
 
-    service_account: DnsLabel = Field(
-        description="The service account, in the application's namespace."
-    )
+    The middle state is the move itself: the role trusts both, the namespace still admits it for
+    kiam, and pods are recreated onto the successor (EKS injects the Pod Identity or IRSA
+    environment only into pods created after it is wired) before kiam stops serving the role."""
+
+    KIAM = "kiam"
+    KIAM_AND_POD_IDENTITY = "kiam+podIdentity"
+    POD_IDENTITY = "podIdentity"
+    KIAM_AND_IRSA = "kiam+irsa"
+    IRSA = "irsa"
+
+    @property
+    def kiam(self) -> bool:
+        """kiam serves the role: the kiam-server role is trusted and the namespace admits it."""
+        return self.value.startswith("kiam")
+
+    @property
+    def pod_identity(self) -> bool:
+        """An EKS Pod Identity association serves the role to its service account."""
+        return self.value.endswith("podIdentity")
+
+    @property
+    def irsa(self) -> bool:
+        """The cluster's OIDC provider is trusted for its service account (IRSA)."""
+        return self.value.endswith("irsa")
+
+    @property
+    def successor(self) -> bool:
+        """Pod Identity or IRSA serves it (it then needs `serviceAccount`)."""
+        return self.pod_identity or self.irsa
+
+    @property
+    def next(self) -> ServedBy | None:
+        """The next state on this state's path, None at the end of it (or at `kiam`, which has two)."""
+        return _NEXT.get(self)
+
+    @property
+    def previous(self) -> ServedBy | None:
+        """The state a rollback goes back to; None at `kiam`."""
+        return _PREVIOUS.get(self)
+
+
+_NEXT = {
+    ServedBy.KIAM_AND_POD_IDENTITY: ServedBy.POD_IDENTITY,
+    ServedBy.KIAM_AND_IRSA: ServedBy.IRSA,
+}
+_PREVIOUS = {
+    ServedBy.KIAM_AND_POD_IDENTITY: ServedBy.KIAM,
+    ServedBy.POD_IDENTITY: ServedBy.KIAM_AND_POD_IDENTITY,
+    ServedBy.KIAM_AND_IRSA: ServedBy.KIAM,
+    ServedBy.IRSA: ServedBy.KIAM_AND_IRSA,
+}
 
 
 class ApplicationSettings(Model):
@@ -66,13 +117,43 @@ class ApplicationSettings(Model):
         "Effect, Action or NotAction, Resource or NotResource; no Principal); "
         f"{ROLE_INLINE_POLICY_CHARACTERS} characters at most together, white space not counted.",
     )
-    irsa: IrsaSettings | None = Field(
-        default=None,
-        description="Also trust this service account through the cluster's OIDC provider.",
+    served_by: ServedBy = Field(
+        default=ServedBy.KIAM,
+        description="Where its pods get credentials: `kiam`; `kiam+podIdentity` or `kiam+irsa` "
+        "while the application moves (both work; recreate its pods, then check with "
+        "`python -m tools.kiam_usage`); `podIdentity` or `irsa` once it has moved. One step at a "
+        "time, forward or back (docs/leaving-kiam.md).",
     )
+    service_account: DnsLabel | None = Field(
+        default=None,
+        description="The service account, in the application's namespace, that Pod Identity or "
+        "IRSA serves the role to; required unless `servedBy` is `kiam`.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "irsa" in data:
+            irsa = data["irsa"]
+            account = irsa.get("serviceAccount") if isinstance(irsa, dict) else None
+            raise ValueError(
+                "irsa is now two keys: servedBy: kiam+irsa and serviceAccount: "
+                f"{account or '<the service account>'} (docs/leaving-kiam.md)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ApplicationSettings:
+        if self.served_by.successor and self.service_account is None:
+            raise ValueError(
+                f"servedBy {self.served_by.value} needs serviceAccount: the service account, in "
+                f"namespace {self.namespace}, that the role is served to"
+            )
+        if not self.served_by.successor and self.service_account is not None:
+            raise ValueError(
+                "serviceAccount is used only when servedBy is kiam+podIdentity, podIdentity, "
+                "kiam+irsa or irsa: remove it, or move the application on"
+            )
         names = [arn.rsplit("/", 1)[1] for arn in self.managed_policy_arns]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:

@@ -16,6 +16,7 @@ from settings.cluster import ClusterSettings
 from settings.iam import IamSettings
 from settings.monitoring import MonitoringSettings
 from settings.node_group import NodeGroupSettings
+from settings.pod_identity import PodIdentityAgentSettings
 from settings.server import ServerSettings
 from settings.tls import TlsSettings
 
@@ -72,6 +73,18 @@ class StackSettings(Model):
         "back once none of the stack's applications uses the namespace (docs/migration.md). A "
         "namespace not listed here whose annotation someone else set stops `pulumi up` with a "
         "field conflict instead of being overwritten.",
+    )
+    pod_identity_agent: PodIdentityAgentSettings = Field(
+        default=PodIdentityAgentSettings(),
+        description="The EKS Pod Identity agent add-on, for applications served by Pod Identity.",
+    )
+    retire: bool = Field(
+        default=False,
+        description="Remove kiam from the cluster in one `pulumi up`: the agents (rolled first so "
+        "that each removes its iptables rule on exit), the servers, their Service, RBAC, "
+        "certificates, the dedicated node group and kiam's IAM roles. Every application role, "
+        "its policies and its Pod Identity association stay. Refused while kiam still serves an "
+        "application (docs/leaving-kiam.md).",
     )
     kubeconfig: SecretStr | None = Field(
         default=None,
@@ -185,6 +198,32 @@ class StackSettings(Model):
                 raise ValueError(
                     f"kiam:applications use the role names {' and '.join(same)}, which IAM takes "
                     "for one: role names ignore case"
+                )
+        served: dict[tuple[str, str], str] = {}
+        for app, settings in sorted(self.applications.items()):
+            if settings.service_account is None:
+                continue
+            key = (settings.namespace, settings.service_account)
+            if key in served:
+                # One association per service account per cluster (CreatePodIdentityAssociation),
+                # and one `eks.amazonaws.com/role-arn` annotation per service account.
+                raise ValueError(
+                    f"kiam:applications.{served[key]} and kiam:applications.{app} both serve a role "
+                    f"to service account {key[1]} in namespace {key[0]}: a service account gets "
+                    "one role"
+                )
+            served[key] = app
+        if self.retire:
+            still = sorted(a for a, s in self.applications.items() if s.served_by.kiam)
+            if still:
+                raise ValueError(
+                    "kiam:retire would remove kiam while it still serves "
+                    + ", ".join(
+                        f"kiam:applications.{a} (servedBy {self.applications[a].served_by.value})"
+                        for a in still
+                    )
+                    + ": move each to podIdentity or irsa first, one step at a time "
+                    "(docs/leaving-kiam.md)"
                 )
         partition, account = self.cluster.partition, self.cluster.account_id
         for app, settings in self.applications.items():

@@ -34,7 +34,8 @@ APPS = {
                 ],
             }
         },
-        "irsa": {"serviceAccount": "api"},
+        "servedBy": "kiam+irsa",
+        "serviceAccount": "api",
     },
     "worker": {"namespace": "billing", "roleName": "billing.worker"},
     "search": {"namespace": "search", "roleName": "search", "path": "/kiam-apps/search/"},
@@ -191,7 +192,8 @@ PREFIXED_APPS = {
         "namespace": "search",
         "roleName": "app-search",
         "path": "/kiam-apps/team-a/",
-        "irsa": {"serviceAccount": "indexer"},
+        "servedBy": "kiam+irsa",
+        "serviceAccount": "indexer",
     },
     "ranking": {"namespace": "search", "roleName": "app-ranking", "path": "/kiam-apps/team-a/ml/"},
 }
@@ -373,7 +375,7 @@ def test_the_offline_plan_shows_what_pods_annotate_and_judges_it(
     from specs import iam_policies
     from tools.plan import main
 
-    apps = {k: v for k, v in PREFIXED_APPS.items() if "irsa" not in v}
+    apps = {k: v for k, v in PREFIXED_APPS.items() if "servedBy" not in v}
     path = tmp_stack(base_config(iam={"applicationRoleNamePrefix": "app-"}, applications=apps))
     assert main(["--config-file", str(path)]) == 0
     out = capsys.readouterr().out

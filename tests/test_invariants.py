@@ -775,7 +775,8 @@ APP_CONFIG = base_config(
             "namespace": "search",
             "roleName": "app-search",
             "path": "/kiam-apps/team-a/",
-            "irsa": {"serviceAccount": "indexer"},
+            "servedBy": "kiam+irsa",
+            "serviceAccount": "indexer",
         },
     },
 )

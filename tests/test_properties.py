@@ -37,7 +37,8 @@ def applications(draw: st.DrawFn, base_path: str, prefix: str) -> dict[str, Any]
         if sub_path is not None:
             app["path"] = f"{base_path}{sub_path}"
         if draw(st.booleans()):
-            app["irsa"] = {"serviceAccount": name}
+            app["servedBy"] = "kiam+irsa"
+            app["serviceAccount"] = name
         apps[name] = app
     return apps
 

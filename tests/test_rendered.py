@@ -60,7 +60,9 @@ def test_every_iam_document_lints_clean(stack_plan: tuple[str, Plan]) -> None:
 
 def test_an_example_stack_trusts_an_application_through_irsa() -> None:
     """So the IRSA trust policy is linted on every run of the suite and of `make plans`."""
-    assert any(a.irsa for s in EXAMPLE_STACKS for a in example_settings(s).applications.values())
+    assert any(
+        a.served_by.irsa for s in EXAMPLE_STACKS for a in example_settings(s).applications.values()
+    )
 
 
 def test_iam_documents_are_least_privilege(stack_plan: tuple[str, Plan]) -> None:

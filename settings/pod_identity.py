@@ -1,0 +1,31 @@
+"""`kiam:podIdentityAgent`: the EKS add-on that serves Pod Identity credentials on the nodes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from settings.base import Model, matching
+
+# DescribeAddonVersions' addonVersion, e.g. v1.3.4-eksbuild.1.
+AddonVersion = Annotated[
+    str,
+    matching(r"v\d+\.\d+\.\d+-eksbuild\.\d+", "an EKS add-on version such as v1.3.4-eksbuild.1"),
+]
+
+
+class PodIdentityAgentSettings(Model):
+    """Only read while an application is served by Pod Identity (`servedBy` kiam+podIdentity or
+    podIdentity): the `eks-pod-identity-agent` add-on must then run on the nodes its pods use."""
+
+    manage_addon: bool = Field(
+        default=False,
+        description="Install and own the `eks-pod-identity-agent` add-on. Off: the program only "
+        "checks, at plan time, that the cluster has it, and stops with a message if not.",
+    )
+    addon_version: AddonVersion | None = Field(
+        default=None,
+        description="The add-on version to install when `manageAddon` is true; EKS's default "
+        "for the cluster's Kubernetes version when unset.",
+    )

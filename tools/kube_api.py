@@ -1,0 +1,142 @@
+"""A small, fast client of a cluster's API, from a kubeconfig: what the tools read live clusters
+with (`tools.kiam_usage`, the fleet's health gates) and the real-engine harness builds on. A
+watcher samples it every half second; `kubectl` would take longer than that per call."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ApiError(RuntimeError):
+    """The API server answered with an error status."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body[:500]}")
+        self.status = status
+
+
+@dataclass
+class KubeApi:
+    """The API of one cluster, from its kubeconfig (its current context; CA and client
+    certificates, inline or as files, or a bearer token)."""
+
+    kubeconfig: Path
+
+    def __post_init__(self) -> None:
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        context_name = config["current-context"]
+        context = next(c for c in config["contexts"] if c["name"] == context_name)["context"]
+        cluster = next(c for c in config["clusters"] if c["name"] == context["cluster"])["cluster"]
+        user = next(u for u in config["users"] if u["name"] == context["user"])["user"]
+        self.server = cluster["server"].rstrip("/")
+        self._ssl = ssl.create_default_context()
+        ca = _material(cluster, "certificate-authority")
+        if ca:
+            self._ssl.load_verify_locations(cadata=ca.decode())
+        elif cluster.get("insecure-skip-tls-verify"):
+            self._ssl.check_hostname = False
+            self._ssl.verify_mode = ssl.CERT_NONE
+        cert, key = _material(user, "client-certificate"), _material(user, "client-key")
+        if cert and key:
+            # ssl loads a client certificate from files only.
+            folder = Path(tempfile.mkdtemp(prefix="kiam-e2e-client-"))
+            (folder / "tls.crt").write_bytes(cert)
+            (folder / "tls.key").write_bytes(key)
+            self._ssl.load_cert_chain(folder / "tls.crt", folder / "tls.key")
+        self._token = user.get("token")
+
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
+        text = self.request_text(method, path, body, content_type)
+        return json.loads(text) if text else None
+
+    def request_text(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> str:
+        """The body of the answer as text: health endpoints (`/readyz`) answer `ok`, not JSON."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        if self._token:
+            req.add_header("Authorization", f"Bearer {self._token}")
+        try:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=10) as response:
+                text: str = response.read().decode()
+        except urllib.error.HTTPError as error:
+            raise ApiError(error.code, error.read().decode()) from None
+        return text
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def watch(self, path: str, stop: threading.Event) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every change to the collection at `path` as (event type, object), starting with its
+        current members as ADDED and then ("LISTED", {}), until `stop` is set: the API server's
+        own order of events."""
+        listing = self.get(path)
+        version = listing["metadata"]["resourceVersion"]
+        for item in listing.get("items") or []:
+            yield "ADDED", item
+        yield "LISTED", {}
+        separator = "&" if "?" in path else "?"
+        while not stop.is_set():
+            # Short server-side timeouts, so `stop` is noticed within a couple of seconds.
+            url = f"{path}{separator}watch=true&resourceVersion={version}&timeoutSeconds=2"
+            req = urllib.request.Request(self.server + url)
+            if self._token:
+                req.add_header("Authorization", f"Bearer {self._token}")
+            with urllib.request.urlopen(req, context=self._ssl, timeout=15) as stream:
+                for line in stream:
+                    event = json.loads(line)
+                    if event["type"] == "ERROR":  # e.g. 410 Gone: start over from a new list
+                        yield from self.watch(path, stop)
+                        return
+                    version = event["object"]["metadata"]["resourceVersion"]
+                    yield event["type"], event["object"]
+
+    def items(self, path: str) -> list[dict[str, Any]]:
+        return list(self.get(path).get("items") or [])
+
+    def get_or_none(self, path: str) -> Any:
+        try:
+            return self.get(path)
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
+
+
+def _material(section: dict[str, Any], name: str) -> bytes | None:
+    if section.get(f"{name}-data"):
+        return base64.b64decode(section[f"{name}-data"])
+    if section.get(name):
+        return Path(section[name]).read_bytes()
+    return None
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    """The pod's Ready condition is True (and it is not being deleted)."""
+    if pod["metadata"].get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def selector(labels: dict[str, str]) -> str:
+    """A label selector query parameter."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

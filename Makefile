@@ -6,7 +6,7 @@ STACK ?= dev
 E2E_VENV := .venv-e2e
 E2E_BIN := $(E2E_VENV)/bin
 
-.PHONY: install plan plans test lint typecheck bench clean e2e e2e-toolchain e2e-install e2e-bench sandbox sandbox-down
+.PHONY: install plan plans test lint typecheck bench clean e2e e2e-toolchain e2e-install e2e-bench sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
 
 # Each target installs what it runs and no more: `pulumi up` needs only requirements.txt (the
 # deploy job installs nothing else), the offline plan adds its validators, the tests add the test,
@@ -51,10 +51,23 @@ lint: $(BIN)/.installed-dev
 typecheck: $(BIN)/.installed-dev
 	$(BIN)/mypy
 
-# The real engine and control plane, built from Go modules into ~/.cache/kiam-eks/e2e (once:
-# about 40 minutes cold on 2 cores, seconds when cached), and the e2e's own Python environment.
-e2e-toolchain:  ## Build (or find cached) the Pulumi CLI, providers and control plane
-	e2e/toolchain/build.sh >/dev/null
+# The real engine and control plane. Each tool comes from this machine where a compatible version
+# is installed (on PATH; the Kubernetes provider in Pulumi's plugin cache), the rest is built from
+# Go modules into ~/.cache/kiam-eks/e2e (once: about 40 minutes cold on 2 cores for everything,
+# seconds when cached). `make sandbox-plan` / `make e2e-plan` say which path each tool takes and
+# how long it will take; KIAM_E2E_TOOLCHAIN=source (what CI sets) builds everything from source.
+# Only the standard library runs here, so no virtualenv is needed yet.
+e2e-toolchain:  ## Find or build the Pulumi CLI, providers and control plane for the e2e suite
+	$(PYTHON) -m e2e.harness.toolchain build --for e2e >/dev/null
+
+sandbox-toolchain:
+	$(PYTHON) -m e2e.harness.toolchain build --for sandbox >/dev/null
+
+e2e-plan:  ## Which tools this machine has, which would be built, and how long that takes
+	$(PYTHON) -m e2e.harness.toolchain --explain --for e2e
+
+sandbox-plan:  ## The same for `make sandbox` (which needs no promtool)
+	$(PYTHON) -m e2e.harness.toolchain --explain --for sandbox
 
 $(E2E_BIN)/.installed: e2e/requirements.txt
 	test -x $(E2E_BIN)/python || $(PYTHON) -m venv $(E2E_VENV)
@@ -70,7 +83,7 @@ e2e: e2e-install  ## The real-engine suite: real CLI, provider, control plane (m
 e2e-bench: e2e-install  ## The dev stack on the real engine against the engine's floor
 	$(E2E_BIN)/python -m e2e.bench
 
-sandbox: e2e-install  ## A local cluster running a stack: make sandbox STACK=dev (or CONFIG=path)
+sandbox: sandbox-toolchain $(E2E_BIN)/.installed  ## A local cluster running a stack: make sandbox STACK=dev (or CONFIG=path)
 	$(E2E_BIN)/python -m e2e.sandbox up $(if $(CONFIG),--config-file $(CONFIG),--stack $(STACK))
 
 sandbox-down:  ## Stop the sandbox and remove its state

@@ -55,7 +55,7 @@ def up(stack_file: Path) -> int:
                 file=sys.stderr,
             )
             return 1
-    bin_dir = toolchain.bin_dir()
+    bin_dir = toolchain.bin_dir("sandbox")
     plane = ControlPlane(name=CLUSTER_NAME, workdir=root / "cluster", bin_dir=bin_dir)
     if plane.is_running():
         env = Environment(root, bin_dir, plane, Kube(plane.kubeconfig, bin_dir / "kubectl"))
@@ -126,7 +126,7 @@ def down() -> int:
         print("sandbox: nothing to remove")
         return 0
     try:
-        bin_dir = toolchain.bin_dir()
+        bin_dir = toolchain.bin_dir("sandbox")
         ControlPlane(name=CLUSTER_NAME, workdir=root / "cluster", bin_dir=bin_dir).stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)

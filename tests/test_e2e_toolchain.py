@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from e2e.harness import toolchain
+
 TOOLCHAIN = Path(__file__).resolve().parent.parent / "e2e" / "toolchain"
 
 
@@ -54,3 +56,287 @@ def test_the_e2e_sdk_is_the_provider_release_the_toolchain_builds() -> None:
     requirements = (TOOLCHAIN.parent / "requirements.txt").read_text()
     pinned = re.findall(r"^pulumi-kubernetes==(\S+)$", requirements, re.MULTILINE)
     assert pinned == [_versions()["KUBERNETES_PROVIDER_RELEASE"]]
+
+
+# --- which path each tool takes (e2e/harness/toolchain.py), with fake binaries on a temporary PATH
+
+# What each real tool prints, exactly (the sources of each format are cited in toolchain.tools()):
+# `pulumi version` (pkg/v3 v3.276.0 cmd/pulumi/version/version.go), `kubectl version --client`
+# (k8s.io/kubectl v0.36.3 pkg/cmd/version/version.go), `<server> --version` (k8s.io/component-base
+# v0.36.3 version/verflag/verflag.go), `etcd --version` (etcd server/v3 v3.6.16 etcdmain/config.go),
+# `kwok[ctl] --version` (cobra's default template with kwok v0.8.0's DisplayVersion),
+# `promtool --version` (prometheus/common version/info.go). Each fake answers only to the
+# arguments the real tool needs, so the plan must ask the right way.
+REAL_OUTPUTS = {
+    "pulumi": ("version", "v3.276.0\n"),
+    "kubectl": ("version --client", "Client Version: v1.36.3\nKustomize Version: v5.8.1\n"),
+    "kube-apiserver": ("--version", "Kubernetes v1.36.3\n"),
+    "kube-controller-manager": ("--version", "Kubernetes v1.36.3\n"),
+    "kube-scheduler": ("--version", "Kubernetes v1.36.3\n"),
+    "etcd": (
+        "--version",
+        "etcd Version: 3.6.16\nGit SHA: Not provided (use ./build instead of go build)\n"
+        "Go Version: go1.26.8\nGo OS/Arch: linux/amd64\n",
+    ),
+    "kwok": ("--version", "kwok version v0.8.0 go1.26.8 (linux/amd64)\n"),
+    "kwokctl": ("--version", "kwokctl version v0.8.0 go1.26.8 (linux/amd64)\n"),
+    "promtool": (
+        "--version",
+        "promtool, version 3.5.0 (branch: HEAD, revision: 8be3a9560fbdd18a94dedec4b747c35178177202)\n"
+        "  build user:       root@4451b64cb451\n  go version:       go1.24.5\n",
+    ),
+}
+
+
+def _fake(folder: Path, name: str, args: str, output: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    text = output.replace("'", "'\\''")
+    path.write_text(
+        f"#!/bin/sh\nif [ \"$*\" = '{args}' ]; then printf '%s' '{text}'; exit 0; fi\n"
+        'echo "unexpected arguments: $*" >&2; exit 2\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> dict[str, str]:
+    """A machine with every tool installed in a compatible version: the CLI with its bundled
+    language host beside it (as Pulumi's release archive has it), the provider in the plugin cache."""
+    bin_dir = tmp_path / "bin"
+    for name, (args, output) in REAL_OUTPUTS.items():
+        _fake(bin_dir, name, args, output)
+    for host in toolchain.LANGUAGE_HOST:
+        _fake(bin_dir, host, "", "")
+    _fake(tmp_path / "home/.pulumi/plugins/resource-kubernetes-v4.25.0", toolchain.PROVIDER, "", "")
+    return {"PATH": str(bin_dir), "HOME": str(tmp_path / "home")}
+
+
+def _origins(choices: list[toolchain.Choice]) -> dict[str, str]:
+    return {c.name: c.origin for c in choices}
+
+
+EVERY_TOOL = [
+    "pulumi",
+    "pulumi-language-python",
+    "pulumi-language-python-exec",
+    "pulumi-resource-kubernetes",
+    "kubectl",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "etcd",
+    "kwok",
+    "kwokctl",
+    "promtool",
+]
+
+
+def test_every_tool_installed_and_compatible_is_taken_from_the_machine(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    choices = toolchain.plan(machine, "e2e")
+    assert [c.name for c in choices] == EVERY_TOOL
+    assert set(_origins(choices).values()) == {"preinstalled"}
+    bin_dir = tmp_path / "bin"
+    assert {c.name: c.path for c in choices} == {
+        **{name: bin_dir / name for name in EVERY_TOOL},
+        "pulumi-resource-kubernetes": tmp_path
+        / "home/.pulumi/plugins/resource-kubernetes-v4.25.0/pulumi-resource-kubernetes",
+    }
+    reasons = {c.name: c.reason for c in choices}
+    assert reasons["kubectl"] == f"{bin_dir}/kubectl v1.36.3 (needs v1.35.x to v1.37.x)"
+    assert reasons["etcd"] == f"{bin_dir}/etcd 3.6.16 (needs v3.6.x)"
+    assert reasons["pulumi"] == f"{bin_dir}/pulumi v3.276.0 (needs v3.276.0 or newer v3.x)"
+    assert reasons["promtool"] == f"{bin_dir}/promtool 3.5.0 (needs v3.x)"
+    assert toolchain.explain(choices, {}, "e2e", "auto", go=False).splitlines()[-1] == (
+        "Expected: no build; the sandbox (a control plane and the dev stack's preview and up) "
+        "about 70 s (measured, README quick start)."
+    )
+
+
+def test_the_sandbox_does_not_need_promtool(machine: dict[str, str]) -> None:
+    assert [c.name for c in toolchain.plan(machine, "sandbox")] == EVERY_TOOL[:-1]
+
+
+def test_a_tool_too_old_is_built_from_source_with_a_message_naming_both_versions(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    # The Debian image's kubectl on the project's machine (`kubectl version --client`).
+    _fake(tmp_path / "bin", "kubectl", "version --client", "Client Version: v1.32.4\n")
+    choices = toolchain.plan(machine, "sandbox")
+    assert [n for n, o in _origins(choices).items() if o == "source"] == ["kubectl"]
+    kubectl = next(c for c in choices if c.name == "kubectl")
+    assert kubectl.reason == (
+        f"{tmp_path}/bin/kubectl is v1.32.4, too old: needs v1.35.x to v1.37.x (kubectl is "
+        "supported within one minor version of kube-apiserver, Kubernetes' version skew policy); "
+        "built from source instead"
+    )
+    text = toolchain.explain(choices, {}, "sandbox", "auto", go=True)
+    assert f"  kubectl                      source, to build  {kubectl.reason}" in text.splitlines()
+    assert text.splitlines()[-1] == (
+        "Expected: 1 of 11 built from source, once (then cached): kubectl (never timed alone); "
+        "then the sandbox about 70 s."
+    )
+
+
+def test_a_control_plane_of_another_minor_is_refused(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    _fake(tmp_path / "bin", "kube-apiserver", "--version", "Kubernetes v1.37.0\n")
+    choice = next(c for c in toolchain.plan(machine, "sandbox") if c.name == "kube-apiserver")
+    assert (choice.origin, choice.reason) == (
+        "source",
+        f"{tmp_path}/bin/kube-apiserver is v1.37.0, too new: needs v1.36.x (kwokctl starts it as "
+        "the pinned v1.36.3 (KWOK_KUBE_VERSION) and chooses its flags by minor version); built "
+        "from source instead",
+    )
+
+
+def test_a_newer_pulumi_cli_is_taken_an_older_one_is_not(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    _fake(tmp_path / "bin", "pulumi", "version", "v3.280.1\n")
+    assert _origins(toolchain.plan(machine, "sandbox"))["pulumi"] == "preinstalled"
+    _fake(tmp_path / "bin", "pulumi", "version", "v3.200.0\n")
+    choices = toolchain.plan(machine, "sandbox")
+    # The language host goes with the CLI it sits beside: an older CLI takes its host along.
+    assert {n: o for n, o in _origins(choices).items() if o == "source"} == {
+        "pulumi": "source",
+        "pulumi-language-python": "source",
+        "pulumi-language-python-exec": "source",
+    }
+    assert choices[0].reason == (
+        f"{tmp_path}/bin/pulumi is v3.200.0, too old: needs v3.276.0 or newer v3.x (the suite is "
+        "proven with v3.276.0 (its golden previews were recorded with it); v3 keeps the commands "
+        "and variables the harness uses); built from source instead"
+    )
+
+
+def test_a_missing_tool_is_built_and_its_measured_time_is_shown(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "bin" / "etcd").unlink()
+    choices = toolchain.plan(machine, "sandbox")
+    assert [(c.name, c.reason) for c in choices if c.origin == "source"] == [
+        ("etcd", "not on PATH: built from source")
+    ]
+    assert toolchain.explain(choices, {}, "sandbox", "auto", go=False).splitlines()[-1] == (
+        "Expected: 1 of 11 built from source, once (then cached): at most 5.3 min for etcd built "
+        "one after another (measured, e2e/toolchain/README.md; build.sh runs two at a time); "
+        "needs Go 1.26 on PATH (`go` is not there); then the sandbox about 70 s."
+    )
+    # Already built once: nothing to build, the cached binary is used.
+    built = {"etcd": tmp_path / "cache/etcd"}
+    assert "  etcd                         source, built     not on PATH: built from source" in (
+        toolchain.explain(choices, built, "sandbox", "auto", go=True).splitlines()
+    )
+
+
+def test_a_cli_without_its_language_host_beside_it_is_not_used(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "bin" / "pulumi-language-python-exec").unlink()
+    choices = toolchain.plan(machine, "sandbox")
+    assert choices[0].reason == (
+        f"{tmp_path}/bin/pulumi has no pulumi-language-python-exec beside it ({tmp_path}/bin), "
+        "where the CLI looks for its bundled Python language host: built from source instead"
+    )
+    assert [c.origin for c in choices[:3]] == ["source", "source", "source"]
+
+
+def test_the_language_host_is_found_beside_the_cli_it_resolves_to(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    # A symlinked CLI (Homebrew's bin/pulumi -> Cellar/...): the host is beside the real file.
+    real = tmp_path / "cellar"
+    real.mkdir()
+    for name in ("pulumi", *toolchain.LANGUAGE_HOST):
+        (tmp_path / "bin" / name).rename(real / name)
+    (tmp_path / "bin" / "pulumi").symlink_to(real / "pulumi")
+    choices = toolchain.plan(machine, "sandbox")
+    assert [(c.name, c.origin, c.path) for c in choices[:3]] == [
+        ("pulumi", "preinstalled", tmp_path / "bin" / "pulumi"),
+        ("pulumi-language-python", "preinstalled", real / "pulumi-language-python"),
+        ("pulumi-language-python-exec", "preinstalled", real / "pulumi-language-python-exec"),
+    ]
+
+
+def test_a_provider_of_another_release_is_refused(machine: dict[str, str], tmp_path: Path) -> None:
+    plugins = tmp_path / "home/.pulumi/plugins"
+    (plugins / "resource-kubernetes-v4.25.0").rename(plugins / "resource-kubernetes-v4.18.0")
+    choice = next(c for c in toolchain.plan(machine, "sandbox") if c.name == toolchain.PROVIDER)
+    assert (choice.origin, choice.reason) == (
+        "source",
+        f"{plugins} has 4.18.0, not 4.25.0: needs exactly 4.25.0 (e2e/requirements.txt pins the "
+        "SDK pulumi-kubernetes==4.25.0, which asks the engine for that release); built from "
+        "source instead",
+    )
+
+
+def test_pulumi_home_is_where_the_provider_is_looked_for(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    choice = next(
+        c
+        for c in toolchain.plan({**machine, "PULUMI_HOME": str(elsewhere)}, "sandbox")
+        if c.name == toolchain.PROVIDER
+    )
+    assert (choice.origin, choice.reason) == (
+        "source",
+        f"not in {elsewhere}/plugins: built from source",
+    )
+
+
+def test_an_unreadable_version_is_not_trusted(machine: dict[str, str], tmp_path: Path) -> None:
+    # The source build's own promtool carries no version stamp: `promtool, version  (branch: ...`.
+    _fake(
+        tmp_path / "bin",
+        "promtool",
+        "--version",
+        "promtool, version  (branch: , revision: unknown)\n",
+    )
+    choice = next(c for c in toolchain.plan(machine, "e2e") if c.name == "promtool")
+    assert (choice.origin, choice.reason) == (
+        "source",
+        f"{tmp_path}/bin/promtool printed no version we can read ('promtool, version  (branch: , "
+        "revision: unknown)' to `--version`); needs v3.x: built from source instead",
+    )
+
+
+def test_ci_takes_everything_from_source_whatever_the_machine_has(
+    machine: dict[str, str],
+) -> None:
+    choices = toolchain.plan({**machine, "KIAM_E2E_TOOLCHAIN": "source"}, "e2e")
+    assert [c.name for c in choices] == EVERY_TOOL
+    assert set(_origins(choices).values()) == {"source"}
+    with pytest.raises(ValueError, match="KIAM_E2E_TOOLCHAIN='fast': expected one of auto, source"):
+        toolchain.plan({**machine, "KIAM_E2E_TOOLCHAIN": "fast"}, "e2e")
+
+
+def test_ci_sets_the_source_path() -> None:
+    ci_run = (TOOLCHAIN.parent.parent / ".ci" / "run").read_text()
+    assert "export KIAM_E2E_TOOLCHAIN=source\n" in ci_run
+    workflow = (TOOLCHAIN.parent.parent / ".github" / "workflows" / "ci.yml").read_text()
+    assert "KIAM_E2E_TOOLCHAIN: source\n" in workflow
+
+
+def test_the_bin_directory_links_the_machines_tools_and_the_built_ones(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "bin" / "etcd").unlink()
+    choices = toolchain.plan(machine, "sandbox")
+    built_etcd = tmp_path / "cache" / "etcd-key" / "bin" / "etcd"
+    built_etcd.parent.mkdir(parents=True)
+    built_etcd.write_text("built")
+    bin_dir = toolchain.assemble(choices, {"etcd": built_etcd}, tmp_path / "cache")
+    assert sorted(p.name for p in bin_dir.iterdir()) == sorted(EVERY_TOOL[:-1])
+    assert (bin_dir / "kubectl").readlink() == tmp_path / "bin" / "kubectl"
+    # Source-built binaries are hard links (the source CLI must find its host beside itself).
+    assert not (bin_dir / "etcd").is_symlink()
+    assert (bin_dir / "etcd").stat().st_ino == built_etcd.stat().st_ino
+    # Another choice of sources is another directory; the same choice, the same one.
+    assert toolchain.assemble(choices, {"etcd": built_etcd}, tmp_path / "cache") == bin_dir
+    assert bin_dir.parent.name.startswith("mixed-")

@@ -19,7 +19,7 @@ def test_invalid_settings_exit_2_before_anything_starts(
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
 
-    def no_toolchain() -> Path:
+    def no_toolchain(*_: object) -> Path:
         raise AssertionError("the toolchain must not be looked for")
 
     monkeypatch.setattr(sandbox.toolchain, "bin_dir", no_toolchain)

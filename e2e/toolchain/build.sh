@@ -3,10 +3,14 @@
 # Kubernetes control plane, etcd, kwok, promtool) from the Go module proxy, into a cache outside the
 # work tree. Nothing is downloaded from anywhere else and no binary is committed.
 #
-#   build.sh            build what is missing, then print the bin directory (the only stdout line)
-#   build.sh lock       re-render every wrapper's go.mod/go.sum from versions.env (after a bump)
-#   build.sh bin        print the bin directory without building (exit 1 if incomplete)
-#   build.sh prune      drop the Go module and build caches (the binaries stay)
+#   build.sh                  build what is missing, then print the bin directory (the only stdout line)
+#   build.sh build BINARY...  build only these binaries (e.g. kubectl etcd), then print `name path`
+#                             per binary: what e2e/harness/toolchain.py asks for when the machine
+#                             already has the rest (`python -m e2e.harness.toolchain --explain`)
+#   build.sh path BINARY...   print `name path` per binary without building (exit 1 if one is not built)
+#   build.sh lock             re-render every wrapper's go.mod/go.sum from versions.env (after a bump)
+#   build.sh bin              print the bin directory without building (exit 1 if incomplete)
+#   build.sh prune            drop the Go module and build caches (the binaries stay)
 #
 # Each component is one wrapper module (e2e/toolchain/<component>/go.mod) with a `tool` directive
 # naming the main package(s): `go install pkg@version` refuses modules whose go.mod has `replace`
@@ -168,7 +172,7 @@ component_key() {
   {
     cat "$here/$component/go.mod" "$here/$component/go.sum"
     ldflags "$component"
-    go env GOVERSION
+    echo "$go_version"
     [[ "$component" == language-python ]] && echo "exec from sdk $PULUMI_VERSION"
     [[ "$component" == kubernetes-provider ]] && echo "embed $KUBERNETES_PROVIDER_RELEASE"
   } | sha256sum | cut -c1-16
@@ -176,15 +180,23 @@ component_key() {
 
 component_dir() { echo "$cache_root/$1-$(component_key "$1")"; }
 
+# Builds a component, or only some of its binaries (then each gets its own stamp, `.built-<name>`;
+# `.complete` still means every binary of the component is there).
 build_component() {
-  local component="$1" out dir tool started
+  local component="$1" out dir tool started name
+  shift
+  local wanted=("$@")
   out="$(component_dir "$component")"
   [[ -f "$out/.complete" ]] && return 0
   started=$SECONDS
   dir="$(prepare_work "$component")"
   mkdir -p "$out/bin"
   for tool in $(tools "$component"); do
-    (cd "$dir" && go build -ldflags "-s -w $(ldflags "$component")" -o "$out/bin/$(binary_name "$tool")" "$tool")
+    name="$(binary_name "$tool")"
+    if ((${#wanted[@]})) && ! printf '%s\n' "${wanted[@]}" | grep -x "$name" >/dev/null; then continue; fi
+    [[ -f "$out/.built-$name" ]] && continue
+    (cd "$dir" && go build -ldflags "-s -w $(ldflags "$component")" -o "$out/bin/$name" "$tool")
+    touch "$out/.built-$name"
   done
   if [[ "$component" == language-python ]]; then
     # The host runs this Python script to start a program; it must match the CLI's SDK generation.
@@ -192,8 +204,82 @@ build_component() {
     sdk="$(go mod download -json "github.com/pulumi/pulumi/sdk/v3@$PULUMI_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')"
     install -m 0755 "$sdk/python/cmd/pulumi-language-python-exec" "$out/bin/"
   fi
-  echo "$((SECONDS - started))" >"$out/build-seconds"
-  touch "$out/.complete"
+  if ((${#wanted[@]} == 0)); then
+    echo "$((SECONDS - started))" >"$out/build-seconds"
+    touch "$out/.complete"
+  else
+    echo "$((SECONDS - started))" >"$out/build-seconds-$(IFS=-; echo "${wanted[*]}")"
+  fi
+}
+
+# The binaries of a component (what `tools` builds, plus the language host's script).
+binaries() {
+  local tool
+  for tool in $(tools "$1"); do binary_name "$tool"; done
+  [[ "$1" == language-python ]] && echo pulumi-language-python-exec
+  return 0
+}
+
+component_of() {
+  local component
+  for component in "${components[@]}"; do
+    binaries "$component" | grep -x "$1" >/dev/null && { echo "$component"; return 0; }
+  done
+  echo "build.sh: no component builds $1" >&2
+  return 2
+}
+
+is_built() {
+  local out
+  out="$(component_dir "$(component_of "$1")")"
+  [[ -f "$out/.complete" || (-f "$out/.built-$1" && -x "$out/bin/$1") ]]
+}
+
+# `name path` per binary, exit 1 if one is not built.
+paths() {
+  local name missing=0
+  for name in "$@"; do component_of "$name" >/dev/null || return 2; done
+  for name in "$@"; do
+    if is_built "$name"; then
+      echo "$name $(component_dir "$(component_of "$name")")/bin/$name"
+    else
+      log "not built: $name"
+      missing=1
+    fi
+  done
+  return "$missing"
+}
+
+# Builds only the named binaries (a component whose every binary is named is built whole).
+build_some() {
+  mkdir -p "$cache_root/logs"
+  local component name started=$SECONDS
+  local -a wanted
+  for name in "$@"; do component_of "$name" >/dev/null || return 2; done
+  for component in "${components[@]}"; do
+    wanted=()
+    for name in $(binaries "$component"); do
+      printf '%s\n' "$@" | grep -x "$name" >/dev/null && ! is_built "$name" && wanted+=("$name")
+    done
+    ((${#wanted[@]})) || continue
+    [[ "$component" == language-python ]] && wanted=()  # the host and its script go together
+    (($(binaries "$component" | wc -l) == ${#wanted[@]})) && wanted=()
+    while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+    log "building $component${wanted[*]:+ (only ${wanted[*]})} (log: $cache_root/logs/$component.log)"
+    build_component "$component" "${wanted[@]}" >"$cache_root/logs/$component.log" 2>&1 &
+  done
+  wait
+  if ! paths "$@" >/dev/null; then
+    for name in "$@"; do
+      is_built "$name" && continue
+      component="$(component_of "$name")"
+      log "FAILED: $name ($component); the end of its log:"
+      tail -n 30 "$cache_root/logs/$component.log" >&2
+    done
+    return 1
+  fi
+  ((SECONDS - started > 1)) && log "built in $((SECONDS - started)) s"
+  paths "$@"
 }
 
 toolchain_key() {
@@ -246,10 +332,14 @@ build_all() {
   bin_dir
 }
 
+# Part of every component's key; asked once (`go env` takes a noticeable moment each time).
+[[ "${1:-build}" == prune ]] || go_version="$(go env GOVERSION)"
+
 case "${1:-build}" in
-  build) build_all ;;
+  build) if (($# > 1)); then build_some "${@:2}"; else build_all; fi ;;
+  path) paths "${@:2}" ;;
   lock) lock ;;
   bin) complete && { link_bin; bin_dir; } ;;
   prune) go clean -modcache && rm -rf "$GOCACHE" "$cache_root/work" ;;
-  *) echo "usage: $0 [build|lock|bin|prune]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build [BINARY...]|path BINARY...|lock|bin|prune]" >&2; exit 2 ;;
 esac

@@ -92,7 +92,8 @@ class BadInputError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.kiam_usage", description=__doc__.split("\n")[0]
+        prog="python -m tools.kiam_usage",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
     )
     add_stack_source(
         parser,

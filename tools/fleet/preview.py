@@ -42,7 +42,8 @@ class StackPreview:
             return f"failed: {', '.join(sorted(set(self.mandatory)))}"
         if not self.policy_packs:
             return "not run" if self.error is None else "-"
-        names = ", ".join(sorted(self.policy_packs))
+        # The engine keys the packs that ran by `name|kind|location` (a local pack's path)
+        names = ", ".join(sorted({key.split("|", 1)[0] for key in self.policy_packs}))
         if self.advisory:
             return f"passed ({names}), {len(self.advisory)} warnings"
         return f"passed ({names})"

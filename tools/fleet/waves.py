@@ -29,8 +29,10 @@ def select(stacks: list[str], patterns: list[str]) -> list[str]:
 
 
 def stack_config_dir(project: Path) -> Path:
-    """Where the project keeps its stack files (`stackConfigDir` in Pulumi.yaml, else itself)."""
-    document = yaml.safe_load((project / "Pulumi.yaml").read_text()) or {}
+    """Where the project keeps its stack files (`stackConfigDir` in Pulumi.yaml, else itself;
+    a folder without a Pulumi.yaml holds no stack of its own)."""
+    settings = project / "Pulumi.yaml"
+    document = (yaml.safe_load(settings.read_text()) or {}) if settings.exists() else {}
     return project / str(document.get("stackConfigDir") or ".")
 
 

@@ -102,11 +102,8 @@ def render_plan(planned: list[PlannedWave]) -> str:
     """The dry run's plan of waves, one line per wave."""
     lines = [f"Rollout plan: {len(planned)} waves, {sum(len(p.stacks) for p in planned)} stacks"]
     for number, p in enumerate(planned, 1):
-        soak = p.wave.soak if p.wave.soak_seconds else "no soak"
+        soak = f"soak {p.wave.soak}" if p.wave.soak_seconds else "no soak"
         lines.append(
-            f"  {number}. {p.wave.name}: {', '.join(p.stacks)} "
-            f"({p.wave.parallel} at once, soak {soak})"
-            if p.wave.soak_seconds
-            else f"  {number}. {p.wave.name}: {', '.join(p.stacks)} ({p.wave.parallel} at once, {soak})"
+            f"  {number}. {p.wave.name}: {', '.join(p.stacks)} ({p.wave.parallel} at once, {soak})"
         )
     return "\n".join(lines)

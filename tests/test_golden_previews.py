@@ -79,6 +79,7 @@ def test_every_golden_file_is_in_normal_form() -> None:
         "adoption-1-servers.txt",
         "adoption-2-takeover.txt",
         "adoption-3-complete.txt",
+        "fleet-preview.txt",  # the fleet tool's table (e2e/tests/test_fleet.py)
         "preview-image-bump.txt",
         "preview-namespace-takeover.txt",
         "preview-node-group-replacement.txt",

@@ -56,43 +56,76 @@ def test_ci_tests_and_plans_every_stack_and_uploads_the_plans() -> None:
 
 
 @pytest.mark.parametrize(
-    ("workflow", "job", "command"),
-    [("preview.yml", "preview", "preview"), ("deploy.yml", "up", "up")],
+    ("workflow", "job", "role", "command"),
+    [
+        ("preview.yml", "preview", "AWS_PREVIEW_ROLE_ARN", "tools.fleet preview"),
+        ("deploy.yml", "up", "AWS_DEPLOY_ROLE_ARN", "tools.fleet up"),
+    ],
 )
-def test_pulumi_runs_with_oidc_credentials_a_self_managed_backend_and_the_policy_pack(
-    workflow: str, job: str, command: str
+def test_the_fleet_tool_runs_with_oidc_credentials_and_a_self_managed_backend(
+    workflow: str, job: str, role: str, command: str
 ) -> None:
     spec = load(workflow)["jobs"][job]
     assert spec["permissions"]["id-token"] == "write"
     aws = steps_using(spec, "aws-actions/configure-aws-credentials")[0]["with"]
-    assert "role-to-assume" in aws
+    assert aws["role-to-assume"] == f"${{{{ vars.{role} }}}}"
     assert not {"aws-access-key-id", "aws-secret-access-key"} & set(aws)
-    pulumi = steps_using(spec, "pulumi/actions")[0]
-    assert pulumi["with"]["command"] == command
-    assert pulumi["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
-    assert pulumi["with"]["policyPacks"] == "policy"
-    assert pulumi["env"] == {"PULUMI_CONFIG_PASSPHRASE": "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"}
+    # The Pulumi action only installs the CLI (no command); the fleet tool runs it.
+    assert [s.get("with") for s in steps_using(spec, "pulumi/actions")] == [None]
+    runs = [s for s in spec["steps"] if command in s.get("run", "")]
+    assert len(runs) == 1
+    assert runs[0]["env"]["PULUMI_BACKEND_URL"] == "${{ vars.PULUMI_BACKEND_URL }}"
+    assert runs[0]["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
 
 
-def test_previews_comment_on_the_pull_request() -> None:
+def test_the_fleet_file_names_the_policy_pack_the_workflows_install() -> None:
+    assert yaml.safe_load((PROJECT_DIR / "fleet.yaml").read_text())["policyPack"] == "policy"
+    for workflow, job in (("preview.yml", "preview"), ("deploy.yml", "up")):
+        install = next(s["run"] for s in load(workflow)["jobs"][job]["steps"] if "run" in s)
+        assert install == (
+            "make install && python -m venv policy/venv && policy/venv/bin/pip install -r "
+            "policy/requirements.txt"
+        )
+
+
+def test_the_fleet_preview_comments_one_table_on_the_pull_request_and_fails_after() -> None:
     preview = load("preview.yml")
-    inputs = steps_using(preview["jobs"]["preview"], "pulumi/actions")[0]["with"]
-    assert (inputs["comment-on-pr"], inputs["edit-pr-comment"], inputs["diff"]) == (
-        True,
-        True,
-        True,
+    job = preview["jobs"]["preview"]
+    assert "strategy" not in job  # one job previews every affected stack
+    run = next(s for s in job["steps"] if s.get("id") == "preview")
+    assert run["env"]["STACKS"] == "${{ join(fromJSON(needs.stacks.outputs.stacks), ' ') }}"
+    assert (
+        ".venv/bin/python -m tools.fleet preview --stacks $STACKS --parallel 4 --markdown "
+        "fleet-preview.md" in run["run"]
     )
+    comment = steps_using(job, "marocchino/sticky-pull-request-comment")[0]
+    assert comment["with"] == {"header": "fleet-preview", "path": "fleet-preview.md"}
+    # The comment is posted first; then the job fails with the tool's exit code.
+    names = [s.get("uses", s.get("name")) for s in job["steps"]]
+    assert names[-2:] == [
+        "marocchino/sticky-pull-request-comment@v2",
+        "Fail when a stack's preview failed",
+    ]
+    assert job["steps"][-1]["run"] == 'exit "${{ steps.preview.outputs.status }}"'
     plan_diff = preview["jobs"]["plan-diff"]
     assert "id-token" not in plan_diff["permissions"]
     assert not steps_using(plan_diff, "aws-actions")
     assert "tools.plan --stack" in "\n".join(s.get("run", "") for s in plan_diff["steps"])
 
 
-def test_deploys_one_environment_per_stack_never_two_runs_at_once() -> None:
-    up = load("deploy.yml")["jobs"]["up"]
-    assert up["environment"] == "${{ matrix.stack }}"
-    assert up["concurrency"] == {"group": "deploy-${{ matrix.stack }}", "cancel-in-progress": False}
-    assert up["strategy"]["max-parallel"] == 1
+def test_deploys_wave_by_wave_one_environment_per_wave_never_two_runs_at_once() -> None:
+    deploy = load("deploy.yml")
+    assert deploy["concurrency"] == {"group": "deploy", "cancel-in-progress": False}
+    assert "tools.fleet waves" in deploy["jobs"]["waves"]["steps"][-1]["run"]
+    up = deploy["jobs"]["up"]
+    assert up["environment"] == "${{ matrix.wave }}"
+    assert up["strategy"] == {
+        "fail-fast": True,
+        "max-parallel": 1,
+        "matrix": {"wave": "${{ fromJSON(needs.waves.outputs.waves) }}"},
+    }
+    run = next(s for s in up["steps"] if "tools.fleet up" in s.get("run", ""))
+    assert run["run"] == '.venv/bin/python -m tools.fleet up --waves "${{ matrix.wave }}"'
 
 
 def test_deploys_only_a_push_to_main_that_passed_ci_and_exactly_the_commit_tested() -> None:
@@ -105,10 +138,10 @@ def test_deploys_only_a_push_to_main_that_passed_ci_and_exactly_the_commit_teste
         }
     }  # no push or manual trigger: either would deploy without CI
     jobs = deploy["jobs"]
-    assert jobs["stacks"]["if"] == (
+    assert jobs["waves"]["if"] == (
         "github.event.workflow_run.conclusion == 'success' && github.event.workflow_run.event == 'push'"
     )
-    assert jobs["up"]["needs"] == "stacks"  # skipped with it when CI did not pass
+    assert jobs["up"]["needs"] == "waves"  # skipped with it when CI did not pass
     for job in jobs.values():
         checkout = steps_using(job, "actions/checkout")
         assert [s["with"]["ref"] for s in checkout] == ["${{ github.event.workflow_run.head_sha }}"]
@@ -119,5 +152,6 @@ def test_deploy_installs_the_program_and_the_policy_pack_only() -> None:
     that holds the deploy role runs no test, lint or validator package."""
     up = load("deploy.yml")["jobs"]["up"]
     assert [s["run"] for s in up["steps"] if "run" in s] == [
-        "make install && python -m venv policy/venv && policy/venv/bin/pip install -r policy/requirements.txt"
+        "make install && python -m venv policy/venv && policy/venv/bin/pip install -r policy/requirements.txt",
+        '.venv/bin/python -m tools.fleet up --waves "${{ matrix.wave }}"',
     ]

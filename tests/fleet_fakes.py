@@ -1,0 +1,122 @@
+"""Fakes for the fleet's unit tests: engine events as the engine writes them (apitype JSON, parsed
+by the Automation API's own `EngineEvent.from_json`), an engine that replays them, and a project."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pulumi.automation.events import EngineEvent
+
+from tools.fleet.engine import EngineError, OnEvent
+from tools.mock_engine import PROJECT_DIR
+
+KIAM = "urn:pulumi:s::kiam::kiam:index:Kiam::kiam"
+SERVER_NODES_URN = "urn:pulumi:s::kiam::kiam:index:Kiam$kiam:aws:ServerNodes::kiam-server-nodes"
+
+
+def event(**body: Any) -> EngineEvent:
+    return EngineEvent.from_json({"sequence": 1, "timestamp": 1, **body})
+
+
+def state(urn: str, parent: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "t", "urn": urn, "id": "", "parent": parent, "provider": "", "inputs": inputs}
+
+
+def step(
+    op: str, type_: str, name: str, parent: str = KIAM, old: Any = None, new: Any = None
+) -> EngineEvent:
+    urn = f"{parent}${type_}::{name}"
+    metadata = {
+        "op": op,
+        "urn": urn,
+        "type": type_,
+        "provider": "",
+        "old": None if old is None else state(urn, parent, old),
+        "new": None if new is None else state(urn, parent, new),
+        "detailedDiff": None,
+    }
+    return event(resourcePreEvent={"metadata": metadata})
+
+
+def summary(packs: dict[str, str] | None = None, **changes: int) -> EngineEvent:
+    return event(
+        summaryEvent={
+            "maybeCorrupt": False,
+            "durationSeconds": 1,
+            "resourceChanges": changes,
+            "PolicyPacks": packs or {},
+            "isPreview": True,
+        }
+    )
+
+
+def violation(policy: str, level: str = "mandatory") -> EngineEvent:
+    return event(
+        policyEvent={
+            "message": "m",
+            "color": "never",
+            "policyName": policy,
+            "policyPackName": "kiam",
+            "policyPackVersion": "0.0.1",
+            "enforcementLevel": level,
+        }
+    )
+
+
+def error(message: str) -> EngineEvent:
+    return event(diagnosticEvent={"message": message, "color": "never", "severity": "error"})
+
+
+def template(image: str) -> dict[str, Any]:
+    return {"spec": {"replicas": 2, "template": {"spec": {"containers": [{"image": image}]}}}}
+
+
+@dataclass
+class FakeEngine:
+    """Replays each stack's events; a stack in `failing` raises as a failed command does."""
+
+    previews: dict[str, list[EngineEvent]] = field(default_factory=dict)
+    ups: dict[str, list[EngineEvent]] = field(default_factory=dict)
+    failing: dict[str, str] = field(default_factory=dict)
+    outputs_of: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    config: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def _replay(self, kind: str, stack: str, events: list[EngineEvent], on_event: OnEvent) -> None:
+        self.calls.append((kind, stack))
+        for e in events:
+            on_event(e)
+        if stack in self.failing:
+            raise EngineError(self.failing[stack])
+
+    def preview(self, stack: str, on_event: OnEvent) -> None:
+        self._replay("preview", stack, self.previews.get(stack, [summary(same=10)]), on_event)
+
+    def up(self, stack: str, on_event: OnEvent) -> None:
+        self._replay("up", stack, self.ups.get(stack, [summary(update=2, same=8)]), on_event)
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        return self.outputs_of.get(stack, {"nodeGroupName": "kiam-server-abc"})
+
+    def config_value(self, stack: str, key: str) -> str | None:
+        return self.config.get((stack, key))
+
+    def set_config_path(self, stack: str, key_path: str, value: str) -> None:
+        self.calls.append(("set-config", f"{stack} {key_path}={value}"))
+
+
+def project(tmp_path: Path, stacks: list[str], fleet: dict[str, Any]) -> Path:
+    """A project folder with the dev example's settings under each stack name, and a fleet file."""
+    (tmp_path / "stacks").mkdir(parents=True)
+    (tmp_path / "Pulumi.yaml").write_text("name: kiam\nruntime: python\nstackConfigDir: stacks\n")
+    for stack in stacks:
+        shutil.copy(
+            PROJECT_DIR / "stacks" / "Pulumi.dev.yaml", tmp_path / "stacks" / f"Pulumi.{stack}.yaml"
+        )
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(fleet, sort_keys=False))
+    return path

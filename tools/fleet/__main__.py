@@ -1,0 +1,5 @@
+import sys
+
+from tools.fleet.cli import main
+
+sys.exit(main())

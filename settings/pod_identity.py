@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from settings.base import Model, matching
 
@@ -29,3 +29,13 @@ class PodIdentityAgentSettings(Model):
         description="The add-on version to install when `manageAddon` is true; EKS's default "
         "for the cluster's Kubernetes version when unset.",
     )
+
+    @model_validator(mode="after")
+    def _check(self) -> PodIdentityAgentSettings:
+        if self.addon_version is not None and not self.manage_addon:
+            # A version the program would never install: the cluster's own add-on is only checked.
+            raise ValueError(
+                f"addonVersion {self.addon_version} is used only when manageAddon is true: set "
+                "manageAddon: true to install that version with the stack, or remove addonVersion"
+            )
+        return self

@@ -21,13 +21,16 @@ class PodIdentityAgentSettings(Model):
 
     manage_addon: bool = Field(
         default=False,
-        description="Install and own the `eks-pod-identity-agent` add-on. Off: the program only "
-        "checks, at plan time, that the cluster has it, and stops with a message if not.",
+        description="Install and own the `eks-pod-identity-agent` add-on (kept on the nodes if "
+        "the stack later drops it: removing it never takes the agent from running pods). Off: "
+        "the program only checks, at plan time and before changing anything, that EKS lists the "
+        "add-on on the cluster, and stops with a message if not.",
     )
     addon_version: AddonVersion | None = Field(
         default=None,
-        description="The add-on version to install when `manageAddon` is true; EKS's default "
-        "for the cluster's Kubernetes version when unset.",
+        description="The add-on version to install; only with `manageAddon: true` (refused "
+        "otherwise: the program installs nothing to give it to). EKS's default for the cluster's "
+        "Kubernetes version when unset.",
     )
 
     @model_validator(mode="after")

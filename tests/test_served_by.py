@@ -517,3 +517,32 @@ def test_every_state_registers_the_same_kiam_install(
     for (state, manage), run in runs.items():
         mine = snapshot(run)
         assert {k: mine[k] for k in kiam_parts} == kiam_parts, (state, manage)
+
+
+def test_the_offline_plan_says_what_each_applications_pods_need(
+    tmp_stack: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.plan import main
+
+    apps = {
+        "billing": {
+            "namespace": "billing",
+            "roleName": "billing-api",
+            "servedBy": "kiam+podIdentity",
+            "serviceAccount": "api",
+        },
+        "ledger": {"namespace": "billing", "roleName": "ledger"},
+        "search": {
+            "namespace": "search",
+            "roleName": "search",
+            "servedBy": "irsa",
+            "serviceAccount": "indexer",
+        },
+    }
+    main(["--config-file", str(tmp_stack(base_config(applications=apps))), "--no-validate"])
+    assert (
+        "  applications  billing: pods in billing annotate iam.amazonaws.com/role: billing-api; "
+        "pods in billing run as service account api (servedBy kiam+podIdentity, next podIdentity)\n"
+        "                ledger: pods in billing annotate iam.amazonaws.com/role: ledger\n"
+        "                search: pods in search run as service account indexer (servedBy irsa)\n"
+    ) in capsys.readouterr().out

@@ -27,6 +27,9 @@ class AwsCloud:
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> KiamIam:
         s = self.settings
+        # Every application's path, whatever serves it: moving an application off kiam never
+        # changes the kiam-server role's permission (nor widens it back on rollback). A role kiam
+        # no longer serves stops trusting the server, and AssumeRole needs the role's trust too.
         paths = [app.role_path(s.iam) for app in s.applications.values()]
         return KiamIam(name, IamArgs(cluster=s.cluster, iam=s.iam, application_paths=paths), opts)
 

@@ -107,13 +107,9 @@ def pod_identity(view: KiamView) -> list[Violation]:
 
         naming = [a for a in found if names_role(a, app, role)]
         if app.pod_identity:
-            service_account = app.service_account or ""
-            pair = f"{expected.cluster_name}/{app.namespace}/{service_account}"
-            own = [
-                a
-                for a in naming
-                if a.is_for(expected.cluster_name, app.namespace, service_account) is not False
-            ]
+            fields = (expected.cluster_name, app.namespace, app.service_account or "")
+            pair = "/".join(fields)
+            own = [a for a in naming if a.is_for(*fields) is not False]
             if not own:
                 report(f"no Pod Identity association of {pair} names its role")
             elif len(own) > 1:
@@ -121,20 +117,17 @@ def pod_identity(view: KiamView) -> list[Violation]:
                     f"{len(own)} Pod Identity associations of {pair} name its role; EKS allows one"
                 )
             for a in naming:
-                if a.is_for(expected.cluster_name, app.namespace, service_account) is False:
+                if a.is_for(*fields) is False:
                     report(
                         f"the association of {a.describe()} names its role, which only {pair} "
                         "may obtain",
                         a.source.urn,
                     )
             for a in found:
-                if (
-                    a not in naming
-                    and a.is_for(expected.cluster_name, app.namespace, service_account)
-                    and _known_other_role(a)
-                ):
+                other = _other_role(view, a) if a not in naming and a.is_for(*fields) else None
+                if other is not None:
                     report(
-                        f"the association of {pair} names {a.role_arn}, not its role {app.arn}",
+                        f"the association of {pair} names {other}, not its role {app.arn}",
                         a.source.urn,
                     )
         else:
@@ -150,11 +143,14 @@ def pod_identity(view: KiamView) -> list[Violation]:
     return sorted(out)
 
 
-def _known_other_role(association: Association) -> bool:
-    """Its role is known (a string, or built from a resource) and so can be told apart."""
-    return isinstance(association.role_arn, str) or bool(
-        association.source.property_dependencies.get(association.role_prop)
-    )
+def _other_role(view: KiamView, association: Association) -> str | None:
+    """What an association names instead: its role ARN, or, during a preview, the role it is
+    built from; None where neither is known."""
+    if isinstance(association.role_arn, str):
+        return association.role_arn
+    built_from = view.roles_feeding([association.source], association.role_prop)
+    names = [r.inputs.get("name") for r in built_from]
+    return ", ".join(f"the role {n}" for n in names if isinstance(n, str)) or None
 
 
 def narrowed_condition(app: ExpectedApplication, cluster: str, account: str) -> dict[str, Any]:

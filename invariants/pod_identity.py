@@ -73,7 +73,8 @@ def associations(view: KiamView) -> list[Association]:
             if not isinstance(data, dict) or not set(ASSOCIATION_FIELDS) <= set(data):
                 continue
             fields, prop = data, "data"
-        found.append(Association(r, *(fields.get(f) for f in ASSOCIATION_FIELDS), prop))
+        cluster, namespace, service_account, role_arn = (fields.get(f) for f in ASSOCIATION_FIELDS)
+        found.append(Association(r, cluster, namespace, service_account, role_arn, prop))
     return found
 
 

@@ -65,9 +65,8 @@ def retired(view: KiamView) -> list[Violation]:
         if role not in application_roles:
             report(role, "an IAM role that is no application's (kiam's)")
     granted = {
-        p.source.urn
-        for role in application_roles
-        for p in [*view.inline_policies_of(role), *view.managed_policies_of(role)]
+        *(p.source.urn for role in application_roles for p in view.inline_policies_of(role)),
+        *(p.source.urn for role in application_roles for p in view.managed_policies_of(role)),
     }
     for grant in [
         *view.of_type(ROLE_POLICY),

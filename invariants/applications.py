@@ -1,6 +1,7 @@
-"""12. Every application role can really be assumed through kiam: the pieces the other checks judge
-one by one (server permission, pod annotation, namespace regexp, trust) fit together per
-application, the way IAM and kiam v4.2 themselves decide (`contracts.kiam`)."""
+"""12. Every application role kiam serves can really be assumed through kiam: the pieces the other
+checks judge one by one (server permission, pod annotation, namespace regexp, trust) fit together
+per application, the way IAM and kiam v4.2 themselves decide (`contracts.kiam`); and 14. one kiam
+no longer serves cannot be assumed through it."""
 
 from __future__ import annotations
 
@@ -41,12 +42,13 @@ class _Server:
 
 
 def application_reachable(view: KiamView) -> list[Violation]:
-    """12. Each application role is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role (judged on the aws:iam roles).
+    """12. Each application role kiam serves is reachable: the server may assume it, its pod annotation resolves to it, only its namespace permits it, it trusts the server role; with IRSA it trusts exactly its one service account (judged on the aws:iam roles).
 
-    As IAM and kiam decide each (`contracts.kiam`); with IRSA the role also trusts
-    exactly its one service account, and without, no web identity at all. The applications are
-    the ones the settings ask for; each is followed by the role its settings name, and by the pod
-    annotation the stack's `applications` output tells pod authors to use.
+    As IAM and kiam decide each (`contracts.kiam`). Whatever serves it, the role exists, trusts
+    exactly its one service account through IRSA while IRSA serves it (`servedBy` kiam+irsa or
+    irsa), and no web identity otherwise. The applications are the ones the settings ask for;
+    each is followed by the role its settings name, and by the pod annotation the stack's
+    `applications` output tells pod authors to use while kiam serves it.
     """
     out: set[Violation] = set()
     server_roles = view.server_roles
@@ -87,7 +89,7 @@ def application_reachable(view: KiamView) -> list[Violation]:
             prefix = "" if app.role is not None else f"application {app.settings.name}: "
             out.add(Violation(CHECK_ID, where, prefix + reason))
 
-        if app.arn is not None:
+        if app.arn is not None and app.settings.kiam:
             if assume is not None and not allows(assume, "sts:AssumeRole", app.arn):
                 report(f"the kiam-server role's policy does not allow sts:AssumeRole on {app.arn}")
             for server in servers:
@@ -188,29 +190,37 @@ def _namespace_problems(
 
 
 def _trust_problems(app: _Application, role: Resource, server_arn: str | None) -> list[str]:
-    """The role trusts the kiam-server role, and through IRSA exactly its one service account
-    (or nobody, without one). Judged where the trust policy and the server's ARN are known."""
+    """While kiam serves it, the role trusts the kiam-server role (judged where the server's ARN
+    is known); with IRSA it trusts exactly its one service account through IRSA, and without,
+    no web identity at all. Judged where the trust policy is known."""
     trust = document(role.inputs.get("assumeRolePolicy"))
-    if trust is None or server_arn is None:
+    if trust is None:
         return []
     problems = []
     trusted = statements(trust)
-    if not any(
-        isinstance(s, dict)
-        and s.get("Effect") == "Allow"
-        and s.get("Principal") == {"AWS": server_arn}
-        and "sts:AssumeRole" in as_list(s.get("Action"))
-        and "Condition" not in s
-        for s in trusted
+    if (
+        app.settings.kiam
+        and server_arn is not None
+        and not any(
+            isinstance(s, dict)
+            and s.get("Effect") == "Allow"
+            and s.get("Principal") == {"AWS": server_arn}
+            and "sts:AssumeRole" in as_list(s.get("Action"))
+            and "Condition" not in s
+            for s in trusted
+        )
     ):
         problems.append(f"does not trust the kiam-server role {server_arn} with sts:AssumeRole")
     federated = [
         s for s in trusted if isinstance(s, dict) and "Federated" in (s.get("Principal") or {})
     ]
     service_account = app.settings.service_account
-    if service_account is None:
+    if not app.settings.irsa or service_account is None:
         if federated:
-            problems.append("trusts web identities (IRSA) but has no service account to trust")
+            problems.append(
+                f"trusts web identities (IRSA), which servedBy {app.settings.served_by.value} "
+                "does not serve it through"
+            )
     elif len(federated) != 1 or not _exactly_service_account(
         federated[0], app.namespace, service_account
     ):
@@ -236,3 +246,48 @@ def _exactly_service_account(statement: dict[str, Any], namespace: str, account:
             }
         }
     )
+
+
+OFF_KIAM_ID = "off-kiam"
+
+
+def off_kiam(view: KiamView) -> list[Violation]:
+    """14. An application kiam no longer serves cannot be obtained through kiam: its namespace's iam.amazonaws.com/permitted annotation does not admit its role, and its role trusts no kiam-server role (judged on the namespace patches and the aws:iam roles).
+
+    The namespace is matched as kiam matches it (`contracts.kiam`), as each server of the stack
+    is started (strictly, unless `--disable-strict-namespace-regexp`), or strictly, kiam's
+    default, where the stack runs none. The role's trust may name no AWS principal at all: the
+    kiam-server role is the only one an application role ever trusts, and a stack that no longer
+    runs kiam (retired) has no kiam-server ARN to compare with.
+    """
+    out: set[Violation] = set()
+    strictness = sorted({s.strict for s in _servers(view)}) or [True]
+    for app in view.expected.applications:
+        if app.kiam:
+            continue
+        role = view.application_role(app)
+        where = role.urn if role is not None else "stack"
+        arn = (known_arn(role) if role is not None else None) or app.arn
+        state = app.served_by.value
+
+        def report(reason: str, where: str = where, name: str = app.name) -> None:
+            out.add(Violation(OFF_KIAM_ID, where, f"application {name}: {reason}"))
+
+        for expression in view.permitted(app.namespace):
+            if not isinstance(expression, str) or kiam.permitted_regexp_problem(expression):
+                continue  # unknown until `up`, or reported by `application-reachable`
+            if any(kiam.permits(expression, arn, strict=strict) for strict in strictness):
+                report(
+                    f"namespace {app.namespace} permits {expression!r}, which still admits "
+                    f"{arn} though servedBy {state} is no longer kiam"
+                )
+        trust = document(role.inputs.get("assumeRolePolicy")) if role is not None else None
+        for statement in statements(trust) if trust is not None else []:
+            principal = statement.get("Principal") if isinstance(statement, dict) else None
+            aws = principal.get("AWS") if isinstance(principal, dict) else None
+            if aws is not None:
+                report(
+                    f"its role still trusts the AWS principal {aws!r} though servedBy {state} is "
+                    "no longer kiam: it must trust no kiam-server role"
+                )
+    return sorted(out)

@@ -1,4 +1,4 @@
-"""The twelve guarantees, numbered in the order `CHECKS` runs them, after `presence`, which runs
+"""The fifteen guarantees, numbered in the order `CHECKS` runs them, after `presence`, which runs
 first and is no guarantee of its own: it makes sure the parts the others judge exist, so none of
 them passes vacuously. Each check returns violations; unknown values (preview) are never judged."""
 
@@ -11,10 +11,12 @@ from typing import Any
 from contracts.eks_node_group import REPLACE_ON_CHANGES
 from contracts.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
 from contracts.tokens import CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
-from invariants.applications import application_reachable
+from invariants.applications import application_reachable, off_kiam
 from invariants.expected import Expected
 from invariants.iam_documents import as_list, document, statements
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match
+from invariants.pod_identity import pod_identity, trusts_pod_identity
+from invariants.retirement import retired
 from invariants.view import (
     AGENT_CONTAINER,
     SERVER_CONTAINER,
@@ -280,7 +282,8 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
 
     The node role: EKS's node policies, and assuming the kiam-server role, which only it may
     assume. The server role: assuming the application roles, nothing managed. Each application
-    role: what its settings give, and trust in the server role (and IRSA) only.
+    role: exactly what its settings give, and trust in the server role, IRSA and EKS Pod Identity
+    only (which of them each state needs: guarantees 12 to 14).
 
     Judged on the roles the stack creates, found by what they are: the node group's role, the
     role the servers are given, and the roles the applications' settings name. A cloud side
@@ -358,10 +361,13 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
                 and set(principal) == {"Federated"}
                 and ":sub" in json.dumps(statement.get("Condition"))
             )
-            if not irsa and not _trusts_only(statement, server_arn):
+            # Which of these each state needs exactly: guarantees 12 to 14.
+            pods = app.pod_identity and trusts_pod_identity(statement)
+            if not irsa and not pods and not _trusts_only(statement, server_arn):
                 report(
                     role,
-                    f"trust admits {principal!r}: application roles trust the kiam-server role (and IRSA) only",
+                    f"trust admits {principal!r}: application roles trust the kiam-server role, "
+                    "IRSA and EKS Pod Identity only",
                 )
         _judge_managed(
             view.managed_policies_of(role),
@@ -371,7 +377,13 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
             "which its settings do not list",
             report,
         )
-        for policy in view.inline_policies_of(role):
+        inline = view.inline_policies_of(role)
+        if not any(is_unknown(p.name) for p in inline):
+            for missing in sorted(set(app.inline_policies) - {p.name for p in inline}):
+                report(
+                    role, f"application role {app.role_name} lacks the inline policy {missing!r}"
+                )
+        for policy in inline:
             name, text = policy.name, document(policy.document)
             if is_unknown(name) or text is None:
                 continue
@@ -578,7 +590,10 @@ def container_privileges(view: KiamView) -> list[Violation]:
 
 
 def presence(view: KiamView) -> list[Violation]:
-    """The parts every other check judges must exist, or the others would pass vacuously."""
+    """The parts every other check judges must exist, or the others would pass vacuously; a
+    retired stack has none of them (`retired` judges that)."""
+    if view.expected.retire:
+        return []
     # While a running install's agents serve (migration phase `servers`), the stack has none.
     own_agents = view.expected.own_agents
     missing = [
@@ -612,6 +627,9 @@ CHECKS: dict[str, Check] = {
     "ordering": ordering,
     "container-privileges": container_privileges,
     "application-reachable": application_reachable,
+    "pod-identity": pod_identity,
+    "off-kiam": off_kiam,
+    "retired": retired,
 }
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn, role_arn
+from settings.applications import ServedBy
 from settings.loader import load_settings
 from settings.stack import StackSettings
 
@@ -21,7 +22,10 @@ class ExpectedApplication:
     """Its key under `kiam:applications` (and in the stack output `applications`)."""
     namespace: str
     service_account: str | None
-    """The service account trusted through IRSA; None without IRSA."""
+    """The service account Pod Identity or IRSA serves the role to (`serviceAccount`); None
+    while kiam alone serves it."""
+    served_by: ServedBy
+    """`servedBy`: where its pods get credentials, which decides what may obtain its role."""
     role_name: str
     path: str
     """The role's IAM path: the application's own, or `kiam:iam.applicationRolePath`."""
@@ -30,6 +34,21 @@ class ExpectedApplication:
     managed_policy_arns: frozenset[str]
     inline_policies: Mapping[str, Any]
     """Inline policy documents by name, as the settings give them."""
+
+    @property
+    def kiam(self) -> bool:
+        """kiam serves it: the kiam-server role is trusted and its namespace admits the role."""
+        return self.served_by.kiam
+
+    @property
+    def pod_identity(self) -> bool:
+        """An EKS Pod Identity association serves it to its service account."""
+        return self.served_by.pod_identity
+
+    @property
+    def irsa(self) -> bool:
+        """IRSA serves it: the cluster's OIDC provider is trusted for its service account."""
+        return self.served_by.irsa
 
 
 @dataclass(frozen=True)
@@ -49,6 +68,12 @@ class Expected:
     spelling: what servers must tolerate and agents must not."""
     node_group_taints: tuple[Mapping[str, str], ...]
     """The same taint as an EKS managed node group spells it: exactly the group's `taints`."""
+    retire: bool
+    """`kiam:retire`: the stack holds none of kiam's objects, only what serves the applications."""
+    cluster_name: str
+    """`kiam:cluster.name`: what a Pod Identity association names, and its session tag."""
+    account_id: str
+    """`kiam:cluster.accountId`: the `aws:SourceAccount` a Pod Identity trust is narrowed to."""
 
     @classmethod
     def of(cls, settings: StackSettings) -> Expected:
@@ -64,7 +89,8 @@ class Expected:
                 ExpectedApplication(
                     name=name,
                     namespace=app.namespace,
-                    service_account=app.service_account if app.served_by.irsa else None,
+                    service_account=app.service_account,
+                    served_by=app.served_by,
                     role_name=app.role_name,
                     path=path,
                     arn=role_arn(partition, account, path, app.role_name),
@@ -85,6 +111,9 @@ class Expected:
                 "effect": taint.kubernetes_effect,
             },
             node_group_taints=({"key": taint.key, "value": taint.value, "effect": taint.effect},),
+            retire=settings.retire,
+            cluster_name=cluster.name,
+            account_id=account,
         )
 
     @classmethod

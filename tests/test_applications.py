@@ -364,7 +364,8 @@ def test_an_application_role_trusting_more_is_a_violation(apps_run: Recording) -
         Violation(
             "iam-least-privilege",
             worker.urn,
-            "trust admits {'AWS': '*'}: application roles trust the kiam-server role (and IRSA) only",
+            "trust admits {'AWS': '*'}: application roles trust the kiam-server role, "
+            "IRSA and EKS Pod Identity only",
         ),
     ]
 

@@ -143,3 +143,61 @@ def test_the_dns_names_of_a_certificate_are_read_as_x509_writes_them() -> None:
     assert dns_names(ca_cert) == []  # a CA without subjectAltName
     assert dns_names("not a certificate") is None
     assert dns_names("-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----") is None
+
+
+def test_an_association_the_stand_ins_record_is_judged_like_eks_one(
+    production: list[Resource],
+) -> None:
+    """On the stand-ins an association is a Kubernetes object whose data holds the four fields
+    of EKS's (e2e/standins): found by what it records, judged against the settings like the EKS
+    resource. Here orders is judged as moving to Pod Identity instead of IRSA."""
+    config = example_config("production")
+    orders = config["kiam:applications"]["orders"]
+    orders["servedBy"] = "kiam+podIdentity"
+    moving = Expected.of(settings_of(config))
+    arn = "arn:aws:iam::444455556666:role/kiam-apps/production/orders-api"
+    parent = (
+        "urn:pulumi:production::kiam::kiam:index:Kiam$kiam:index:ApplicationRole::kiam-app-orders"
+    )
+
+    def association(service_account: str) -> Resource:
+        return Resource(
+            urn=f"{parent}$kubernetes:core/v1:ConfigMap::kiam-app-orders-pod-identity",
+            type="kubernetes:core/v1:ConfigMap",
+            name="kiam-app-orders-pod-identity",
+            parent=parent,
+            inputs={
+                "metadata": {"name": f"orders.{service_account}", "namespace": "kiam-e2e-aws"},
+                "data": {
+                    "clusterName": "production",
+                    "namespace": "orders",
+                    "serviceAccount": service_account,
+                    "roleArn": arn,
+                },
+            },
+        )
+
+    assert check_all([*production, association("orders-api")], moving) == []
+    assert check_all(production, moving) == [
+        Violation(
+            "pod-identity",
+            "stack",
+            "application orders: no Pod Identity association of production/orders/orders-api "
+            "names its role",
+        )
+    ]
+    other = association("default")
+    assert check_all([*production, other], moving) == [
+        Violation(
+            "pod-identity",
+            "stack",
+            "application orders: no Pod Identity association of production/orders/orders-api "
+            "names its role",
+        ),
+        Violation(
+            "pod-identity",
+            other.urn,
+            "application orders: the association of production/orders/default names its role, "
+            "which only production/orders/orders-api may obtain",
+        ),
+    ]

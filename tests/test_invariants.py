@@ -738,6 +738,7 @@ def test_every_check_is_exercised_by_a_breakage(
 
     exercised = {v[0] for _, _, expected in CASES for v in expected(resources)}
     exercised |= {v[0] for _, _, expected in APP_CASES for v in expected(app_resources)}
+    exercised |= {v[0] for _, _, _, expected in WAY_OUT_CASES for v in expected(app_resources)}
     assert exercised == set(CHECKS) - {"presence"}
 
 
@@ -989,7 +990,7 @@ APP_CASES: list[Case] = [
             (
                 REACHABLE,
                 app_urn(rs, "billing"),
-                "trusts web identities (IRSA) but has no service account to trust",
+                "trusts web identities (IRSA), which servedBy kiam does not serve it through",
             )
         ],
     ),
@@ -1225,7 +1226,7 @@ def test_the_node_group_is_whatever_the_cloud_side_created_under_the_server_node
 
 def test_the_guarantees_are_numbered_as_checks_runs_them() -> None:
     """The numbers the docstrings (and so the pack's descriptions), the README and docs cite:
-    `presence` first and unnumbered, then 1 to 12 in the order `CHECKS` runs them."""
+    `presence` first and unnumbered, then 1 to 15 in the order `CHECKS` runs them."""
     from invariants import CHECKS
 
     ids = list(CHECKS)
@@ -1233,4 +1234,642 @@ def test_the_guarantees_are_numbered_as_checks_runs_them() -> None:
     assert [(CHECKS[i].__doc__ or "").split(".", 1)[0] for i in ids[1:]] == [
         str(n) for n in range(1, len(ids))
     ]
-    assert len(ids) == 13
+    assert len(ids) == 16
+
+
+# 13 to 15, and 8 and 12 by state: the way out of kiam (issue 18). Each case builds the resources
+# of a state from the two-application run (tests/guarantee_views.py), breaks one thing, and is
+# judged against that state's settings.
+from tests import guarantee_views as g  # noqa: E402
+
+POD_IDENTITY, OFF_KIAM, RETIRED = "pod-identity", "off-kiam", "retired"
+PAYER = g.pod_identity_statement("billing", "payer")
+NARROWED = (
+    'exactly Allow sts:AssumeRole and sts:TagSession under {"StringEquals": '
+    '{"aws:SourceAccount": "111122223333", "aws:RequestTag/eks-cluster-name": "test", '
+    '"aws:RequestTag/kubernetes-namespace": "billing", '
+    '"aws:RequestTag/kubernetes-service-account": "payer"}}'
+)
+
+
+def billing_role(rs: list[Resource]) -> Resource:
+    return g.find(rs, ROLE, "kiam-app-billing")
+
+
+def search_role(rs: list[Resource]) -> Resource:
+    return g.find(rs, ROLE, "kiam-app-search")
+
+
+def association_urn(name: str) -> str:
+    return f"{g.COMPONENT}${g.ASSOCIATION}::{name}"
+
+
+def moved_with_association(rs: list[Resource], association: Resource) -> list[Resource]:
+    moved = g.moved(rs)
+    old = g.find(moved, g.ASSOCIATION, "kiam-app-billing-pod-identity")
+    return g.replace(moved, old, association)
+
+
+def moved_with_condition(condition: dict[str, Any]) -> Callable[[list[Resource]], list[Resource]]:
+    return lambda rs: g.set_trust(g.moved(rs), "billing", [{**PAYER, "Condition": condition}])
+
+
+def retired_with(type_: str, name: str) -> Callable[[list[Resource]], list[Resource]]:
+    """The retired stack still holding one of kiam's objects."""
+    return lambda rs: [*g.retired(rs), g.find(rs, type_, name)]
+
+
+def not_exactly(statement: dict[str, Any]) -> str:
+    return (
+        "application billing: its role trusts pods.eks.amazonaws.com by "
+        f"{json.dumps(statement, sort_keys=True)}, not {NARROWED}"
+    )
+
+
+def removes(what: str) -> str:
+    return f"is {what}, which kiam:retire removes"
+
+
+WITH_INLINE = g.config()
+WITH_INLINE["kiam:applications"]["billing"]["inlinePolicies"] = {
+    "read": {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}],
+    }
+}
+
+# (description, the state's config, the breakage, the exact violations)
+WayOutCase = tuple[
+    str,
+    dict[str, Any],
+    Callable[[list[Resource]], list[Resource]],
+    Callable[[list[Resource]], list[tuple[str, str, str]]],
+]
+WAY_OUT_CASES: list[WayOutCase] = [
+    (
+        "13 a Pod Identity application without its association",
+        g.MOVED_CONFIG,
+        lambda rs: g.without(g.moved(rs), g.ASSOCIATION, "kiam-app-billing-pod-identity"),
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                billing_role(rs).urn,
+                "application billing: no Pod Identity association of test/billing/payer names "
+                "its role",
+            )
+        ],
+    ),
+    (
+        "13 the association is another service account's",
+        g.MOVED_CONFIG,
+        lambda rs: moved_with_association(
+            rs, g.association(billing_role(rs), "billing", "billing", "other", g.BILLING)
+        ),
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                billing_role(rs).urn,
+                "application billing: no Pod Identity association of test/billing/payer names "
+                "its role",
+            ),
+            (
+                POD_IDENTITY,
+                association_urn("kiam-app-billing-pod-identity"),
+                "application billing: the association of test/billing/other names its role, "
+                "which only test/billing/payer may obtain",
+            ),
+        ],
+    ),
+    (
+        "13 a second association, of another namespace, names the role",
+        g.MOVED_CONFIG,
+        lambda rs: [
+            *g.moved(rs),
+            g.association(billing_role(rs), "billing", "search", "payer", g.BILLING, "extra"),
+        ],
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                association_urn("extra"),
+                "application billing: the association of test/search/payer names its role, "
+                "which only test/billing/payer may obtain",
+            )
+        ],
+    ),
+    (
+        "13 the association of its service account names another application's role",
+        g.MOVED_CONFIG,
+        lambda rs: moved_with_association(
+            rs, g.association(search_role(rs), "billing", "billing", "payer", g.SEARCH)
+        ),
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                billing_role(rs).urn,
+                "application billing: no Pod Identity association of test/billing/payer names "
+                "its role",
+            ),
+            (
+                POD_IDENTITY,
+                association_urn("kiam-app-billing-pod-identity"),
+                f"application billing: the association of test/billing/payer names {g.SEARCH}, "
+                f"not its role {g.BILLING}",
+            ),
+            (
+                POD_IDENTITY,
+                association_urn("kiam-app-billing-pod-identity"),
+                "application search: the association of test/billing/payer names its role, "
+                "which servedBy kiam+irsa does not serve through Pod Identity",
+            ),
+        ],
+    ),
+    (
+        "13 after a rollback to kiam the association is left behind",
+        g.KIAM_CONFIG,
+        lambda rs: [
+            *rs,
+            g.association(billing_role(rs), "billing", "billing", "payer", g.BILLING),
+        ],
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                association_urn("kiam-app-billing-pod-identity"),
+                "application billing: the association of test/billing/payer names its role, "
+                "which servedBy kiam does not serve through Pod Identity",
+            )
+        ],
+    ),
+    (
+        "13 the trust admits every service account of the namespace",
+        g.MOVED_CONFIG,
+        moved_with_condition(
+            {
+                "StringEquals": {
+                    k: v
+                    for k, v in PAYER["Condition"]["StringEquals"].items()
+                    if not k.endswith("service-account")
+                },
+                "StringLike": {"aws:RequestTag/kubernetes-service-account": "*"},
+            }
+        ),
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                billing_role(rs).urn,
+                not_exactly(
+                    {
+                        **PAYER,
+                        "Condition": {
+                            "StringEquals": {
+                                k: v
+                                for k, v in PAYER["Condition"]["StringEquals"].items()
+                                if not k.endswith("service-account")
+                            },
+                            "StringLike": {"aws:RequestTag/kubernetes-service-account": "*"},
+                        },
+                    }
+                ),
+            )
+        ],
+    ),
+    (
+        "13 the trust is not narrowed to the account",
+        g.MOVED_CONFIG,
+        moved_with_condition(
+            {
+                "StringEquals": {
+                    k: v
+                    for k, v in PAYER["Condition"]["StringEquals"].items()
+                    if k != "aws:SourceAccount"
+                }
+            }
+        ),
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                billing_role(rs).urn,
+                not_exactly(
+                    {
+                        **PAYER,
+                        "Condition": {
+                            "StringEquals": {
+                                k: v
+                                for k, v in PAYER["Condition"]["StringEquals"].items()
+                                if k != "aws:SourceAccount"
+                            }
+                        },
+                    }
+                ),
+            )
+        ],
+    ),
+    (
+        "13 the trust lets Pod Identity do more than assume and tag",
+        g.MOVED_CONFIG,
+        lambda rs: g.set_trust(
+            g.moved(rs),
+            "billing",
+            [{**PAYER, "Action": ["sts:AssumeRole", "sts:TagSession", "sts:*"]}],
+        ),
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                billing_role(rs).urn,
+                not_exactly({**PAYER, "Action": ["sts:AssumeRole", "sts:TagSession", "sts:*"]}),
+            )
+        ],
+    ),
+    (
+        "13 a Pod Identity role that does not trust Pod Identity",
+        g.MOVED_CONFIG,
+        lambda rs: g.set_trust(g.moved(rs), "billing", []),
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                billing_role(rs).urn,
+                "application billing: its role does not trust pods.eks.amazonaws.com",
+            )
+        ],
+    ),
+    (
+        "13 and 8 a role Pod Identity does not serve trusts Pod Identity",
+        g.KIAM_CONFIG,
+        lambda rs: g.set_trust(
+            rs,
+            "search",
+            [*g.trust_of(search_role(rs)), g.pod_identity_statement("search", "indexer")],
+        ),
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                search_role(rs).urn,
+                "application search: its role trusts pods.eks.amazonaws.com, though servedBy "
+                "kiam+irsa is not Pod Identity",
+            ),
+            (
+                "iam-least-privilege",
+                search_role(rs).urn,
+                "trust admits {'Service': 'pods.eks.amazonaws.com'}: application roles trust the "
+                "kiam-server role, IRSA and EKS Pod Identity only",
+            ),
+        ],
+    ),
+    (
+        "14 the namespace still admits a moved application",
+        g.MOVED_CONFIG,
+        lambda rs: [*g.moved(rs), g.find(rs, PATCH, "kiam-permissions-billing")],
+        lambda rs: [
+            (
+                OFF_KIAM,
+                billing_role(rs).urn,
+                f"application billing: namespace billing permits '^({g.BILLING})$', which still "
+                f"admits {g.BILLING} though servedBy podIdentity is no longer kiam",
+            )
+        ],
+    ),
+    (
+        "14 a role moved to Pod Identity still trusts the kiam-server role",
+        g.MOVED_CONFIG,
+        lambda rs: g.set_trust(g.moved(rs), "billing", [*g.trust_of(billing_role(rs)), PAYER]),
+        lambda rs: [
+            (
+                OFF_KIAM,
+                billing_role(rs).urn,
+                f"application billing: its role still trusts the AWS principal "
+                f"'{server_arn(rs)}' though servedBy podIdentity is no longer kiam: it must "
+                "trust no kiam-server role",
+            )
+        ],
+    ),
+    (
+        "14 a role moved to IRSA still trusts the kiam-server role",
+        g.IRSA_CONFIG,
+        lambda rs: g.set_trust(g.irsa_only(rs), "search", g.trust_of(search_role(rs))),
+        lambda rs: [
+            (
+                OFF_KIAM,
+                search_role(rs).urn,
+                f"application search: its role still trusts the AWS principal "
+                f"'{server_arn(rs)}' though servedBy irsa is no longer kiam: it must trust no "
+                "kiam-server role",
+            )
+        ],
+    ),
+    (
+        "12 a moving application's namespace no longer admits it",
+        g.MOVING_CONFIG,
+        lambda rs: g.without(g.moving(rs), PATCH, "kiam-permissions-billing"),
+        lambda rs: [
+            (
+                REACHABLE,
+                billing_role(rs).urn,
+                "namespace billing has no iam.amazonaws.com/permitted annotation in this stack",
+            )
+        ],
+    ),
+    (
+        "12 a moving role lost its kiam-server trust",
+        g.MOVING_CONFIG,
+        lambda rs: g.set_trust(g.moving(rs), "billing", [PAYER]),
+        lambda rs: [
+            (
+                REACHABLE,
+                billing_role(rs).urn,
+                f"does not trust the kiam-server role {server_arn(rs)} with sts:AssumeRole",
+            )
+        ],
+    ),
+    (
+        "12 an application moved to IRSA keeps its IRSA check",
+        g.IRSA_CONFIG,
+        lambda rs: g.set_trust(
+            g.irsa_only(rs),
+            "search",
+            [
+                {
+                    **g.trust_of(search_role(rs))[1],
+                    "Condition": {
+                        "StringLike": {
+                            k: v.replace(":indexer", ":*")
+                            for k, v in g.trust_of(search_role(rs))[1]["Condition"][
+                                "StringEquals"
+                            ].items()
+                        }
+                    },
+                }
+            ],
+        ),
+        lambda rs: [
+            (
+                REACHABLE,
+                search_role(rs).urn,
+                "does not trust exactly system:serviceaccount:search:indexer through IRSA",
+            )
+        ],
+    ),
+    (
+        "8 an application role lacks an inline policy its settings give",
+        WITH_INLINE,
+        lambda rs: rs,
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                billing_role(rs).urn,
+                "application role app-billing lacks the inline policy 'read'",
+            )
+        ],
+    ),
+    (
+        "15 a retired stack keeps kiam's Service",
+        g.RETIRED_CONFIG,
+        retired_with("kubernetes:core/v1:Service", "kiam-server"),
+        lambda rs: [
+            (
+                RETIRED,
+                urn(rs, "kubernetes:core/v1:Service", "kiam-server"),
+                removes("kiam's kiam-server (Service)"),
+            )
+        ],
+    ),
+    (
+        "15 a retired stack keeps kiam's RBAC",
+        g.RETIRED_CONFIG,
+        retired_with("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "kiam-server"),
+        lambda rs: [
+            (
+                RETIRED,
+                urn(
+                    rs, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "kiam-server"
+                ),
+                removes("kiam's kiam-server (ClusterRoleBinding)"),
+            )
+        ],
+    ),
+    (
+        "15 a retired stack keeps a TLS Secret",
+        g.RETIRED_CONFIG,
+        retired_with("kubernetes:core/v1:Secret", "kiam-tls-server"),
+        lambda rs: [
+            (
+                RETIRED,
+                urn(rs, "kubernetes:core/v1:Secret", "kiam-tls-server"),
+                removes("a TLS Secret (kiam's certificates)"),
+            )
+        ],
+    ),
+    (
+        "15 a retired stack keeps kiam's certificate authority",
+        g.RETIRED_CONFIG,
+        retired_with("tls:index/selfSignedCert:SelfSignedCert", "kiam-tls-ca"),
+        lambda rs: [
+            (
+                RETIRED,
+                urn(rs, "tls:index/selfSignedCert:SelfSignedCert", "kiam-tls-ca"),
+                removes("a certificate or key of kiam's (pulumi-tls)"),
+            )
+        ],
+    ),
+    (
+        "15 a retired stack keeps the server nodes' launch template",
+        g.RETIRED_CONFIG,
+        retired_with("aws:ec2/launchTemplate:LaunchTemplate", "kiam-server-nodes-launch-template"),
+        lambda rs: [
+            (
+                RETIRED,
+                urn(
+                    rs, "aws:ec2/launchTemplate:LaunchTemplate", "kiam-server-nodes-launch-template"
+                ),
+                removes("part of kiam's dedicated server nodes"),
+            )
+        ],
+    ),
+    (
+        "15 a retired stack keeps the server node role and its policy",
+        g.RETIRED_CONFIG,
+        lambda rs: [
+            *g.retired(rs),
+            g.find(rs, ROLE, "kiam-iam-server-node"),
+            g.find(rs, ATTACHMENT, "kiam-iam-server-node-AmazonEKSWorkerNodePolicy"),
+        ],
+        lambda rs: [
+            (
+                RETIRED,
+                urn(rs, ROLE, "kiam-iam-server-node"),
+                removes("an IAM role that is no application's (kiam's)"),
+            ),
+            (
+                RETIRED,
+                urn(rs, ATTACHMENT, "kiam-iam-server-node-AmazonEKSWorkerNodePolicy"),
+                removes("a policy of no application's role (kiam's)"),
+            ),
+        ],
+    ),
+    (
+        "15 retiring kiam took an application role with it",
+        g.RETIRED_CONFIG,
+        lambda rs: g.without(g.retired(rs), ROLE, "kiam-app-search"),
+        lambda rs: [
+            (
+                REACHABLE,
+                "stack",
+                "application search: no role app-search at path /kiam-apps/team-a/ in this stack",
+            ),
+            (
+                RETIRED,
+                "stack",
+                "application search: no role app-search at path /kiam-apps/team-a/; retiring "
+                "kiam keeps every application role",
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("description", "config", "breaks", "expected"),
+    WAY_OUT_CASES,
+    ids=[c[0] for c in WAY_OUT_CASES],
+)
+def test_the_way_out_of_kiam_catches_each_breakage_exactly(
+    app_resources: list[Resource],
+    description: str,
+    config: dict[str, Any],
+    breaks: Callable[[list[Resource]], list[Resource]],
+    expected: Callable[[list[Resource]], list[tuple[str, str, str]]],
+) -> None:
+    assert check_all(breaks(app_resources), expected_of(config)) == sorted(
+        Violation(*v) for v in expected(app_resources)
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "build", "config"),
+    [
+        ("kiam", lambda rs: rs, g.KIAM_CONFIG),
+        ("kiam+podIdentity", g.moving, g.MOVING_CONFIG),
+        ("podIdentity", g.moved, g.MOVED_CONFIG),
+        ("irsa", g.irsa_only, g.IRSA_CONFIG),
+        ("retired", g.retired, g.RETIRED_CONFIG),
+    ],
+)
+def test_every_state_of_the_way_out_keeps_every_guarantee(
+    app_resources: list[Resource],
+    state: str,
+    build: Callable[[list[Resource]], list[Resource]],
+    config: dict[str, Any],
+) -> None:
+    assert check_all(build(app_resources), expected_of(config)) == []
+
+
+def test_a_state_is_judged_against_its_own_settings(app_resources: list[Resource]) -> None:
+    """The kiam stack judged as if billing had moved: every guarantee of the move speaks."""
+    assert check_all(app_resources, expected_of(g.MOVED_CONFIG)) == sorted(
+        [
+            Violation(
+                POD_IDENTITY,
+                billing_role(app_resources).urn,
+                "application billing: no Pod Identity association of test/billing/payer names "
+                "its role",
+            ),
+            Violation(
+                POD_IDENTITY,
+                billing_role(app_resources).urn,
+                "application billing: its role does not trust pods.eks.amazonaws.com",
+            ),
+            Violation(
+                OFF_KIAM,
+                billing_role(app_resources).urn,
+                f"application billing: namespace billing permits '^({g.BILLING})$', which still "
+                f"admits {g.BILLING} though servedBy podIdentity is no longer kiam",
+            ),
+            Violation(
+                OFF_KIAM,
+                billing_role(app_resources).urn,
+                f"application billing: its role still trusts the AWS principal "
+                f"'{server_arn(app_resources)}' though servedBy podIdentity is no longer kiam: "
+                "it must trust no kiam-server role",
+            ),
+        ]
+    )
+
+
+def test_a_retired_stack_is_judged_not_flagged_for_missing_servers(
+    app_resources: list[Resource],
+) -> None:
+    """Without kiam:retire the same resources lack every part of kiam; with it, none is missed."""
+    retired = g.retired(app_resources)
+    assert check_all(retired, expected_of(g.RETIRED_CONFIG)) == []
+    not_retired = expected_of(
+        g.config(billing=("podIdentity", "payer"), search=("irsa", "indexer"))
+    )
+    assert [v for v in check_all(retired, not_retired) if v.id == "presence"] == [
+        Violation("presence", "stack", "no kiam agent DaemonSet found"),
+        Violation("presence", "stack", "no kiam node group found"),
+        Violation("presence", "stack", "no kiam server Deployment found"),
+    ]
+
+
+def test_the_agents_retirement_patch_is_no_kiam_object(app_resources: list[Resource]) -> None:
+    """Retirement rolls the agents through a patch before they go: a patch owns fields of the
+    DaemonSet, not the DaemonSet, so a retired stack may keep it."""
+    agents = g.find(app_resources, DAEMON_SET, "kiam-agent")
+    patch = Resource(
+        urn=agents.urn.replace(DAEMON_SET, "kubernetes:apps/v1:DaemonSetPatch") + "-retirement",
+        type="kubernetes:apps/v1:DaemonSetPatch",
+        name="kiam-agent-retirement",
+        inputs={"metadata": dict(agents.inputs["metadata"])},
+    )
+    assert check_all([*g.retired(app_resources), patch], expected_of(g.RETIRED_CONFIG)) == []
+    daemon_set = check_all(
+        [*g.retired(app_resources), dataclasses.replace(patch, type=DAEMON_SET)],
+        expected_of(g.RETIRED_CONFIG),
+    )
+    assert [v for v in daemon_set if v.id == RETIRED] == [
+        Violation(RETIRED, patch.urn, removes("kiam's kiam-agent (DaemonSet)"))
+    ]
+
+
+def test_an_association_is_found_by_what_it_records() -> None:
+    """The EKS resource by its type, or the same four fields as a stand-in's data."""
+    from invariants.pod_identity import associations
+    from invariants.view import KiamView
+
+    fields = {"clusterName": "c", "namespace": "n", "serviceAccount": "s", "roleArn": "arn:r"}
+    eks = Resource(urn="urn:a", type=g.ASSOCIATION, name="a", inputs=fields)
+    standin = Resource(
+        urn="urn:b", type="kubernetes:core/v1:ConfigMap", name="b", inputs={"data": fields}
+    )
+    partial = Resource(
+        urn="urn:c",
+        type="kubernetes:core/v1:ConfigMap",
+        name="c",
+        inputs={"data": {k: v for k, v in fields.items() if k != "roleArn"}},
+    )
+    found = associations(KiamView([eks, standin, partial]))
+    assert [(a.source.urn, a.describe(), a.role_arn, a.role_prop) for a in found] == [
+        ("urn:a", "c/n/s", "arn:r", "roleArn"),
+        ("urn:b", "c/n/s", "arn:r", "data"),
+    ]
+
+
+def test_unknown_association_fields_are_not_judged(app_resources: list[Resource]) -> None:
+    """During a preview the association's role ARN is unknown; its property dependency still
+    names the role, and its other fields are judged once known."""
+    moved = g.moved(app_resources)
+    old = g.find(moved, g.ASSOCIATION, "kiam-app-billing-pod-identity")
+    preview = g.replace(moved, old, g.with_inputs(old, roleArn=UNKNOWN, serviceAccount=UNKNOWN))
+    assert check_all(preview, expected_of(g.MOVED_CONFIG)) == []
+
+
+def test_the_pod_identity_facts_as_aws_states_them() -> None:
+    """EKS user guide, pod-id-role and pod-id-abac; pulumi-aws's type token."""
+    from invariants import pod_identity as p
+
+    assert p.POD_IDENTITY_ASSOCIATION == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    assert p.ASSOCIATION_FIELDS == ("clusterName", "namespace", "serviceAccount", "roleArn")
+    assert p.POD_IDENTITY_SERVICE == "pods.eks.amazonaws.com"
+    assert p.POD_IDENTITY_ACTIONS == ("sts:AssumeRole", "sts:TagSession")
+    assert p.SOURCE_ACCOUNT_KEY == "aws:SourceAccount"
+    assert p.CLUSTER_TAG_KEY == "aws:RequestTag/eks-cluster-name"
+    assert p.NAMESPACE_TAG_KEY == "aws:RequestTag/kubernetes-namespace"
+    assert p.SERVICE_ACCOUNT_TAG_KEY == "aws:RequestTag/kubernetes-service-account"

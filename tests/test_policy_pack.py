@@ -23,9 +23,11 @@ from pulumi_policy import (
 from pulumi_policy.policy import PolicyCustomTimeouts
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from invariants import CHECKS
+from invariants import CHECKS, Resource
 from invariants.per_resource import RESOURCE_LEVEL
+from invariants.recorded import resources_from_recording
 from policy.kiam_policy import POLICIES
+from tests import guarantee_views as g
 from tests.conftest import base_config, run_program
 from tools.mock_engine import Recording
 
@@ -307,7 +309,14 @@ def test_without_the_stacks_settings_the_guarantees_that_need_them_fail_closed(
             f"({why})",
             None,
         )
-        for check in ("presence", "iam-least-privilege", "application-reachable")
+        for check in (
+            "presence",
+            "iam-least-privilege",
+            "application-reachable",
+            "pod-identity",
+            "off-kiam",
+            "retired",
+        )
     ]
 
 
@@ -370,3 +379,135 @@ def test_the_pack_takes_the_stack_config_the_engine_configures_it_with(
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"kiam:cluster": "{}"}))
     pulumi.runtime.set_all_config({}, [])
     assert kiam_policy._expected()[0] is None
+
+
+# The way out of kiam (issue 18): each state as the pack sees it on `up`, built by hand from the
+# two-application run (tests/guarantee_views.py) and judged against that state's settings.
+
+
+def policy_resources_of(resources: list[Resource]) -> list[PolicyResource]:
+    """Resources as the engine hands them to stack policies on `up`: props are the inputs, and
+    the outputs of what exists (a role's ARN)."""
+    by_urn: dict[str, PolicyResource] = {}
+    for r in resources:
+        props = copy.deepcopy(dict(r.inputs))
+        if "arn" in r.outputs:
+            props["arn"] = r.outputs["arn"]
+        by_urn[r.urn] = PolicyResource(
+            r.type,
+            unknown_checking_proxy(props),
+            r.urn,
+            r.name,
+            _opts(r.delete_before_replace, r.parent or None),
+            None,
+            None,
+            [],
+            {},
+        )
+    for r in resources:
+        resource = by_urn[r.urn]
+        resource.dependencies = [by_urn[u] for u in r.dependencies if u in by_urn]
+        resource.property_dependencies = {
+            k: [by_urn[u] for u in v if u in by_urn] for k, v in r.property_dependencies.items()
+        }
+    return list(by_urn.values())
+
+
+@pytest.fixture(scope="module")
+def two_apps() -> list[Resource]:
+    return resources_from_recording(run_program(g.KIAM_CONFIG))
+
+
+@pytest.mark.parametrize(
+    ("build", "config"),
+    [
+        (g.moving, g.MOVING_CONFIG),
+        (g.moved, g.MOVED_CONFIG),
+        (g.irsa_only, g.IRSA_CONFIG),
+        (g.retired, g.RETIRED_CONFIG),
+    ],
+    ids=["kiam+podIdentity", "podIdentity", "irsa", "retired"],
+)
+def test_every_state_of_the_way_out_passes_the_pack(
+    two_apps: list[Resource], build: Any, config: dict[str, Any]
+) -> None:
+    assert run_pack(policy_resources_of(build(two_apps)), config) == []
+
+
+def test_a_pod_identity_application_without_its_association_fails_the_pack(
+    two_apps: list[Resource],
+) -> None:
+    broken = g.without(g.moved(two_apps), g.ASSOCIATION, "kiam-app-billing-pod-identity")
+    assert run_pack(policy_resources_of(broken), g.MOVED_CONFIG) == [
+        (
+            "kiam-pod-identity",
+            "[pod-identity] application billing: no Pod Identity association of "
+            "test/billing/payer names its role",
+            g.find(two_apps, g.ROLE, "kiam-app-billing").urn,
+        )
+    ]
+
+
+def test_a_moved_application_its_namespace_still_admits_fails_the_pack(
+    two_apps: list[Resource],
+) -> None:
+    broken = [*g.moved(two_apps), g.find(two_apps, g.PATCH, "kiam-permissions-billing")]
+    assert run_pack(policy_resources_of(broken), g.MOVED_CONFIG) == [
+        (
+            "kiam-off-kiam",
+            f"[off-kiam] application billing: namespace billing permits '^({g.BILLING})$', "
+            f"which still admits {g.BILLING} though servedBy podIdentity is no longer kiam",
+            g.find(two_apps, g.ROLE, "kiam-app-billing").urn,
+        )
+    ]
+
+
+def test_a_retired_stack_keeping_kiams_service_fails_the_pack(two_apps: list[Resource]) -> None:
+    service = g.find(two_apps, "kubernetes:core/v1:Service", "kiam-server")
+    resources = policy_resources_of([*g.retired(two_apps), service])
+    assert run_pack(resources, g.RETIRED_CONFIG) == [
+        (
+            "kiam-retired",
+            "[retired] is kiam's kiam-server (Service), which kiam:retire removes",
+            service.urn,
+        )
+    ]
+
+
+def test_the_preview_of_a_move_judges_the_association_by_the_role_it_is_built_from(
+    two_apps: list[Resource],
+) -> None:
+    """A preview of the move: the association's role ARN is not known yet, but it is built from
+    the application's role, so it is judged; built from another role, it fails already."""
+    moved = g.moved(two_apps)
+    old = g.find(moved, g.ASSOCIATION, "kiam-app-billing-pod-identity")
+    preview = g.replace(moved, old, g.with_inputs(old, roleArn=UNKNOWN_STRING_VALUE))
+    assert run_pack(policy_resources_of(preview), g.MOVED_CONFIG) == []
+    search = g.find(two_apps, g.ROLE, "kiam-app-search")
+    wrong = g.replace(
+        moved,
+        old,
+        g.association(search, "billing", "billing", "payer", g.SEARCH),
+    )
+    wrong_preview = [
+        g.with_inputs(r, roleArn=UNKNOWN_STRING_VALUE) if r.type == g.ASSOCIATION else r
+        for r in wrong
+    ]
+    reported = run_pack(policy_resources_of(wrong_preview), g.MOVED_CONFIG)
+    assert [(policy, message) for policy, message, _ in reported] == [
+        (
+            "kiam-pod-identity",
+            "[pod-identity] application billing: no Pod Identity association of "
+            "test/billing/payer names its role",
+        ),
+        (
+            "kiam-pod-identity",
+            "[pod-identity] application billing: the association of test/billing/payer names "
+            "the role app-search, not its role arn:aws:iam::111122223333:role/kiam-apps/app-billing",
+        ),
+        (
+            "kiam-pod-identity",
+            "[pod-identity] application search: the association of test/billing/payer names "
+            "its role, which servedBy kiam+irsa does not serve through Pod Identity",
+        ),
+    ]

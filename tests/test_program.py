@@ -73,6 +73,20 @@ EXAMPLE_APPLICATION_RESOURCES = {
         ("aws:iam/rolePolicy:RolePolicy", "kiam-app-orders-queue"),
         ("kiam:index:NamespacePermissions", "kiam-permissions"),
         ("kubernetes:core/v1:NamespacePatch", "kiam-permissions-orders"),
+        # payments, moving to Pod Identity: its role and policy, its association, the agent
+        # add-on the stack manages, and kiam's permission while kiam still serves it.
+        ("kiam:index:ApplicationRole", "kiam-app-payments"),
+        ("aws:iam/role:Role", "kiam-app-payments"),
+        (
+            "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+            "kiam-app-payments-AmazonDynamoDBReadOnlyAccess",
+        ),
+        (
+            "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+            "kiam-app-payments-pod-identity",
+        ),
+        ("aws:eks/addon:Addon", "kiam-pod-identity-agent"),
+        ("kubernetes:core/v1:NamespacePatch", "kiam-permissions-payments"),
     },
 }
 

@@ -329,8 +329,16 @@ def test_plan_diff_between_two_folders(tmp_path: Path) -> None:
     write(rendered("dev"), tmp_path / "base")
     write(rendered("production"), tmp_path / "head")
     result = diff_plans(read_plan_dir(tmp_path / "base"), read_plan_dir(tmp_path / "head"))
-    # Production's application role and namespace patch are its own.
-    assert result.added == ["iam/kiam-app-orders.json", "manifests/namespace-orders.yaml"]
+    # Production's application roles and namespace patches are its own, and so are payments'
+    # Pod Identity association and the agent add-on.
+    assert result.added == [
+        "aws/addon-kiam-pod-identity-agent.json",
+        "aws/podidentityassociation-kiam-app-payments-pod-identity.json",
+        "iam/kiam-app-orders.json",
+        "iam/kiam-app-payments.json",
+        "manifests/namespace-orders.yaml",
+        "manifests/namespace-payments.yaml",
+    ]
     assert result.removed == []
     assert result.changed == [
         "aws/launchtemplate-kiam-server-nodes-launch-template.json",
@@ -340,7 +348,7 @@ def test_plan_diff_between_two_folders(tmp_path: Path) -> None:
         "manifests/daemonset-kiam-kiam-agent.yaml",
         "manifests/deployment-kiam-kiam-server.yaml",
     ]
-    assert report(result).endswith("2 objects added, 6 changed, 0 removed")
+    assert report(result).endswith("6 objects added, 6 changed, 0 removed")
     assert (
         json.loads((tmp_path / "head" / "iam" / "kiam-iam-server.json").read_text())["path"]
         == "/kiam/"

@@ -142,6 +142,6 @@ def test_the_command_line_plan_validates_in_a_second_process() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert (
-        "✓ 12 manifests valid (Kubernetes 1.33, strict)\n  ✓ 3 IAM roles lint clean (parliament)"
+        "✓ 13 manifests valid (Kubernetes 1.33, strict)\n  ✓ 4 IAM roles lint clean (parliament)"
         in result.stdout
     )

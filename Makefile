@@ -6,7 +6,7 @@ STACK ?= dev
 E2E_VENV := .venv-e2e
 E2E_BIN := $(E2E_VENV)/bin
 
-.PHONY: install plan plans test lint typecheck bench clean e2e e2e-toolchain e2e-install e2e-bench sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
+.PHONY: install plan plans test lint typecheck bench clean e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
 
 # Each target installs what it runs and no more: `pulumi up` needs only requirements.txt (the
 # deploy job installs nothing else), the offline plan adds its validators, the tests add the test,
@@ -82,6 +82,9 @@ e2e: e2e-install  ## The real-engine suite: real CLI, provider, control plane (m
 
 e2e-bench: e2e-install  ## The dev stack on the real engine against the engine's floor
 	$(E2E_BIN)/python -m e2e.bench
+
+e2e-fleet-bench: e2e-install  ## The fleet scenario, also timing the same previews one CLI run after another
+	KIAM_E2E_FLEET_BENCH=1 $(E2E_BIN)/python -m pytest e2e/tests/test_fleet.py -v -s
 
 sandbox: sandbox-toolchain $(E2E_BIN)/.installed  ## A local cluster running a stack: make sandbox STACK=dev (or CONFIG=path)
 	$(E2E_BIN)/python -m e2e.sandbox up $(if $(CONFIG),--config-file $(CONFIG),--stack $(STACK))

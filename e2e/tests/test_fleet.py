@@ -90,7 +90,9 @@ def fleet(
             "policyPack": str(LAUNCHER),
             "pulumiRoot": str(bin_dir.parent),
             "stateFile": str(folder / "state" / "rollout-state.json"),
-            "gate": {"timeout": "90s", "poll": "1s"},
+            # Healthy clusters pass at once (`up` has awaited the rollout); the broken one fails
+            # after this long.
+            "gate": {"timeout": "30s", "poll": "1s"},
             "stacks": {
                 name: {
                     "workDir": str(m.stack.project_dir),
@@ -144,15 +146,20 @@ def test_the_fleet_preview_shows_every_cluster_in_one_table(
     one_at_a_time = fleet_tool(fleet_file, "preview", "--parallel", "1")
     serial_seconds = time.monotonic() - started
     assert one_at_a_time.stdout == done.stdout
-    started = time.monotonic()
-    for m in members.values():
-        m.stack.preview("--policy-pack", str(LAUNCHER))
-    in_a_row = time.monotonic() - started
     REPORT.append(
         f"fleet preview of {len(members)} stacks: {fleet_seconds:.1f} s 3 at once, "
-        f"{serial_seconds:.1f} s one at a time; the same {len(members)} "
-        f"`pulumi preview --policy-pack` in a row: {in_a_row:.1f} s"
+        f"{serial_seconds:.1f} s one at a time"
     )
+    if os.environ.get("KIAM_E2E_FLEET_BENCH"):
+        # The comparison docs/performance.md records (`make e2e-fleet-bench`): a measurement,
+        # not a check, so CI's suite does not pay for it.
+        started = time.monotonic()
+        for m in members.values():
+            m.stack.preview("--policy-pack", str(LAUNCHER))
+        REPORT.append(
+            f"the same {len(members)} `pulumi preview --policy-pack` in a row: "
+            f"{time.monotonic() - started:.1f} s"
+        )
     for name, m in members.items():
         REPORT.append(f"control plane {name}: {rss_report(m.env.root)}")
 

@@ -113,7 +113,8 @@ class AgentRetirement(pulumi.ComponentResource):
         def roll(server_address: object) -> pulumi.Input[str]:
             if server_address is None:
                 return ""  # a new stack, or one already retired: no agent left to roll
-            return _retirement_patch(name, args, self).urn
+            urn: pulumi.Output[str] = _retirement_patch(name, args, self).urn
+            return urn
 
         self.done = self.last_outputs.get_output(names.SERVER_ADDRESS_OUTPUT).apply(roll)
         self.register_outputs({"done": self.done})

@@ -35,17 +35,32 @@ The patch is kept on delete (`retainOnDelete`), for three reasons:
   template with no arguments at all, and every agent would be rolled into a crash loop;
 - nothing of it outlives the DaemonSet in the cluster: the object it patched is deleted.
 
-It stays registered while `kiam:retire` is true: its inputs do not change, so later `pulumi up`s
-do not touch it (the provider's Diff compares with the recorded state, not the cluster).
+Retiring, or retired? The settings cannot say (`kiam:retire` stays true), so the component
+reads the stack's own last outputs: a `pulumi.StackReference` to this very stack
+(`<organization>/<project>/<stack>`; the self-managed "DIY" backend names every organization
+`organization`, pulumi/pulumi 1b594989 pkg/backend/diy/state.go and store.go). The engine's builtin
+provider reads it, in a preview as in an update, from the backend's stored checkpoint: the root
+stack resource's outputs (pkg/resource/deploy/builtins.go `readStackReference`,
+pkg/backend/backend.go `GetStackOutputs`, pkg/backend/diy/state.go `getSnapshotStackOutputs`:
+no checkpoint yet gives no outputs). During the update itself those are still the previous
+update's: the root stack is the first registration, a same step keeps its old outputs
+(pkg/resource/deploy/step.go `SameStep.Apply`), and the new ones are recorded only when the
+program registers them at its end. The patch is registered only while those outputs hold
+`serverAddress`, which `program/stack.py` exports exactly while kiam is installed:
 
-Known limitation, measured on the real engine (e2e/tests/test_retire.py): `pulumi refresh` (or
-`pulumi up --refresh`) of a retired stack reads the patched DaemonSet, finds it gone (404) and
-forgets the patch (provider/pkg/provider/provider.go `Read`); the next `pulumi up` then applies it
-anew and fails: measured with the namespace the stack created, `namespaces "kiam" not found`
-after five retries; in a namespace that stays, the apply would have to create a DaemonSet from
-the patch's fields alone, which the API server should refuse as invalid (not measured). Until the
-program can tell a retired stack from one still retiring, refresh a retired stack with
-`--exclude` of the patch's URN (expected to keep it; not measured).
+- the `pulumi up` (and its preview) that retires kiam reads an install: the patch rolls the agents;
+- a stack whose first `pulumi up` already has `kiam:retire` has no outputs: nothing to roll;
+- every later `pulumi up` reads a retired stack: no patch. The first of them forgets the kept
+  patch from the state (a retained delete: the cluster is not touched), the next is a no-op;
+- after `pulumi refresh` (which forgets the patch once its DaemonSet is gone: the provider's
+  `Read` finds a 404, pulumi-kubernetes provider/pkg/provider/provider.go) nothing applies it
+  again, which before this check made every later `pulumi up` fail (measured:
+  `namespaces "kiam" not found`).
+
+`done` resolves only once the patch is applied (the URN of a registration arrives when its step
+completes, an error rejects it), and `program/stack.py` makes the stack outputs wait for it: if
+the roll fails, the stack keeps its previous outputs, `serverAddress` included, and the next
+`pulumi up` rolls again instead of deleting agents that still keep their rule.
 """
 
 from __future__ import annotations
@@ -77,43 +92,70 @@ class AgentRetirementArgs:
 
 
 class AgentRetirement(pulumi.ComponentResource):
-    """The patch that rolls every agent to `--iptables-remove` before the agents are deleted."""
+    """The patch that rolls every agent to `--iptables-remove` before the agents are deleted,
+    registered only while the stack's last outputs show kiam installed (see the module)."""
 
-    patch: k8s.apps.v1.DaemonSetPatch
-    """The agent DaemonSet's arguments and update strategy, applied with force."""
+    last_outputs: pulumi.StackReference
+    """This stack's own outputs as the previous update left them."""
+    done: pulumi.Output[str]
+    """The patch's URN once the agents are rolled; "" when there was nothing to roll."""
 
     def __init__(
         self, name: str, args: AgentRetirementArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("kiam:index:AgentRetirement", name, None, opts)
-        self.patch = k8s.apps.v1.DaemonSetPatch(
-            name,
-            metadata={
-                "name": args.daemon_set_name,
-                "namespace": args.namespace,
-                # The agent DaemonSet's own field manager set these arguments; without force the
-                # API server refuses to let another manager change them (a conflict).
-                "annotations": {PATCH_FORCE_ANNOTATION: "true"},
-            },
-            spec={
-                "updateStrategy": ONE_NODE_AT_A_TIME,
-                "template": {
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": names.AGENT_CONTAINER,
-                                "args": retiring_agent_flags(
-                                    args.settings, server_address=args.server_address
-                                ),
-                            }
-                        ]
-                    }
-                },
-            },
-            # Why kept: see the module docstring (a destroy would fail, a rollback would crash).
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+        self.last_outputs = pulumi.StackReference(
+            f"{name}-last-outputs",
+            stack_name=own_stack_name(),
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs({"patch": self.patch})
+
+        def roll(server_address: object) -> pulumi.Input[str]:
+            if server_address is None:
+                return ""  # a new stack, or one already retired: no agent left to roll
+            urn: pulumi.Output[str] = _retirement_patch(name, args, self).urn
+            return urn
+
+        self.done = self.last_outputs.get_output(names.SERVER_ADDRESS_OUTPUT).apply(roll)
+        self.register_outputs({"done": self.done})
+
+
+def own_stack_name() -> str:
+    """This stack's fully qualified name, as a `StackReference` to it is written."""
+    return f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
+
+
+def _retirement_patch(
+    name: str, args: AgentRetirementArgs, parent: pulumi.Resource
+) -> k8s.apps.v1.DaemonSetPatch:
+    """The agent DaemonSet's arguments and update strategy, applied with force."""
+    return k8s.apps.v1.DaemonSetPatch(
+        name,
+        metadata={
+            "name": args.daemon_set_name,
+            "namespace": args.namespace,
+            # The agent DaemonSet's own field manager set these arguments; without force the
+            # API server refuses to let another manager change them (a conflict).
+            "annotations": {PATCH_FORCE_ANNOTATION: "true"},
+        },
+        spec={
+            "updateStrategy": ONE_NODE_AT_A_TIME,
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": names.AGENT_CONTAINER,
+                            "args": retiring_agent_flags(
+                                args.settings, server_address=args.server_address
+                            ),
+                        }
+                    ]
+                }
+            },
+        },
+        # Why kept: see the module docstring (a destroy would fail, a rollback would crash).
+        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+    )
 
 
 def retiring_agent_flags(settings: AgentSettings, *, server_address: str) -> list[str]:

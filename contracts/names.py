@@ -8,6 +8,10 @@ INSTALL_NAME = "kiam"
 # What the names of kiam's own roles start with: the server's application-role pattern must never
 # cover it (settings/iam.py).
 OWN_ROLE_NAME_PREFIX = f"{INSTALL_NAME}-"
+# The stack output that says what agents dial (program/stack.py): exported exactly while the stack
+# installs kiam, so retirement reads it back from the stack's last outputs to tell a stack that
+# still has kiam to roll (components/agent_retirement.py) from one already retired.
+SERVER_ADDRESS_OUTPUT = "serverAddress"
 
 
 def server_nodes_name(install: str) -> str:

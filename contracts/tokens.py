@@ -28,3 +28,5 @@ SELF_SIGNED_CERT = "tls:index/selfSignedCert:SelfSignedCert"
 LOCALLY_SIGNED_CERT = "tls:index/locallySignedCert:LocallySignedCert"
 # The root resource; its outputs are the stack outputs.
 STACK = "pulumi:pulumi:Stack"
+# A read of a stack's last outputs (the engine's builtin provider reads it, in previews too).
+STACK_REFERENCE = "pulumi:pulumi:StackReference"

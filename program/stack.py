@@ -40,17 +40,22 @@ def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
         pulumi.export("roleBaseArn", kiam.roles.role_base_arn)
         pulumi.export("applicationRolePatterns", kiam.roles.application_role_patterns)
         pulumi.export("nodeGroupName", kiam.server_nodes.node_group_name)
-        pulumi.export("serverAddress", kiam.server_address)
+        pulumi.export(names.SERVER_ADDRESS_OUTPUT, kiam.server_address)
         pulumi.export("namespace", settings.namespace.name)
-    pulumi.export(
-        "applications",
-        {
-            app: application_output(
-                settings.applications[app], role, kiam.pod_identity_associations.get(app)
-            )
-            for app, role in kiam.applications.items()
-        },
-    )
+    applications: pulumi.Input[dict[str, Any]] = {
+        app: application_output(
+            settings.applications[app], role, kiam.pod_identity_associations.get(app)
+        )
+        for app, role in kiam.applications.items()
+    }
+    if kiam.retirement is not None:
+        # Recorded only once the agents are rolled: a failed roll leaves the previous outputs,
+        # `serverAddress` included, so the next `pulumi up` rolls again
+        # (components/agent_retirement.py).
+        applications = pulumi.Output.all(kiam.retirement.done, applications).apply(
+            lambda done_and_applications: done_and_applications[1]
+        )
+    pulumi.export("applications", applications)
 
 
 def application_output(

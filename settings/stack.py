@@ -85,7 +85,9 @@ class StackSettings(Model):
         "that each removes its iptables rule on exit), the servers, their Service, RBAC, "
         "certificates, the dedicated node group and kiam's IAM roles. Every application role, "
         "its policies and its Pod Identity association stay. Refused while kiam still serves an "
-        "application (docs/leaving-kiam.md).",
+        "application, and while `kiam:adoption.phase` is anything but complete (docs/leaving-kiam.md). "
+        "It stays true once kiam is gone: the stack's own last outputs tell the `pulumi up` that "
+        "retires kiam from the later ones, which have nothing left to roll.",
     )
     kubeconfig: SecretStr | None = Field(
         default=None,

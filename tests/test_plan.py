@@ -142,6 +142,87 @@ def test_the_command_line_plan_validates_in_a_second_process() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert (
-        "✓ 13 manifests valid (Kubernetes 1.33, strict)\n  ✓ 4 IAM roles lint clean (parliament)"
-        in result.stdout
+        "✓ 13 manifests valid (Kubernetes 1.33, strict; 2 patches without required fields, which "
+        "the patched object holds)\n  ✓ 4 IAM roles lint clean (parliament)" in result.stdout
     )
+
+
+def retired_dev_stack() -> dict[str, Any]:
+    """The dev example on three nodes with one application moved to Pod Identity, retiring kiam."""
+    config = yaml.safe_load((PROJECT_DIR / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+    config["kiam:nodeGroup"] = {**config["kiam:nodeGroup"], "minSize": 3, "desiredSize": 3}
+    config["kiam:applications"] = {
+        "api": {
+            "namespace": "shop",
+            "roleName": "shop-api",
+            "servedBy": "podIdentity",
+            "serviceAccount": "api",
+        }
+    }
+    return {**config, "kiam:retire": True}
+
+
+def test_the_plan_of_a_retired_stack_says_what_retirement_rolls_removes_and_keeps(
+    tmp_stack: Callable[[Any], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_stack(retired_dev_stack(), name="Pulumi.retired.yaml")
+    assert main(["--config-file", str(path), "--out", str(tmp_path / "plan")]) == 0
+    out = capsys.readouterr().out
+    key_settings = out.split("Key settings\n", 1)[1].split("\n\n", 1)[0]
+    assert key_settings.splitlines() == [
+        "  cluster       dev in account 111122223333, eu-west-1, Kubernetes 1.33",
+        "  retired       kiam:retire: the plan of the `pulumi up` that retires kiam (the stack's "
+        "last outputs show it installed)",
+        "  rolls         the agents of DaemonSet kiam/kiam-agent to --iptables-remove, one node "
+        "at a time, before anything goes",
+        "  removes       28 resources of the install: Agent kiam-agent (2), Iam kiam-iam (7), "
+        "Namespace kiam-namespace (1), Server kiam-server (6), ServerNodeGroup "
+        "kiam-server-nodes (2), Tls kiam-tls (10)",
+        "  keeps         2 resources of the applications: PodIdentityAssociation "
+        "kiam-app-api-pod-identity, Role kiam-app-api",
+        "  later ups     read the stack retired: no patch (the first forgets the one kept, "
+        "touching nothing)",
+        "  applications  api: pods in shop run as service account api (servedBy podIdentity)",
+    ]
+    assert "dial None" not in out and "server may assume" not in out
+    assert "      kubernetes:apps/v1:DaemonSetPatch kiam-agent-retirement\n" in out
+    assert (
+        "✓ 1 manifests valid (Kubernetes 1.33, strict; 1 patch without required fields, which "
+        "the patched object holds)"
+    ) in out
+    assert sorted(p.name for p in (tmp_path / "plan" / "manifests").iterdir()) == [
+        "daemonset-kiam-kiam-agent.yaml"
+    ]
+
+
+def test_a_patch_is_validated_strictly_but_for_required_fields() -> None:
+    from tools.validate import kubernetes_findings
+
+    patch = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "kiam-agent", "namespace": "kiam"},
+        "spec": {
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+        },
+    }
+    file = "daemonset-kiam-kiam-agent.yaml"
+    # A whole DaemonSet needs its selector and template; a patch leaves them to the object.
+    assert [f.message for f in kubernetes_findings({file: patch}, "1.33")] == [
+        "spec: 'selector' is a required property"
+    ]
+    assert kubernetes_findings({file: patch}, "1.33", patches={file}) == []
+    # Everything else still holds: an unknown field, a wrong type.
+    wrong = {
+        **patch,
+        "spec": {
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdat": {}},
+            "minReadySeconds": "5",
+        },
+    }
+    assert [str(f) for f in kubernetes_findings({file: wrong}, "1.33", patches={file})] == [
+        f"{file}: kubernetes-validate 1.33.0 strict (a patch: required fields not checked): "
+        "spec.minReadySeconds: '5' is not of type 'integer', 'null'",
+        f"{file}: kubernetes-validate 1.33.0 strict (a patch: required fields not checked): "
+        "spec.updateStrategy: Additional properties are not allowed ('rollingUpdat' was unexpected)",
+    ]

@@ -285,7 +285,9 @@ def test_the_plan_reports_validator_failures_per_object_and_exits_1(
     from tools import plan as plan_command
     from tools import validate
 
-    def broken(manifests: dict[str, Any], iam: dict[str, Any], version: str) -> list[Finding]:
+    def broken(
+        manifests: dict[str, Any], iam: dict[str, Any], version: str, patches: Any = ()
+    ) -> list[Finding]:
         return [Finding("deployment-kiam-kiam-server.yaml", "kubernetes-validate", "spec: bad")]
 
     monkeypatch.setattr(validate, "validate_plan", broken)

@@ -12,7 +12,7 @@ from contracts import names, tokens
 from settings.loader import settings_from_values
 from tests.conftest import base_config, only_container, run_program, types_and_names
 from tests.test_adoption import adoption_config
-from tools.mock_engine import Recording
+from tools.mock_engine import Recording, run_main
 
 # An application that has moved to IRSA: what `kiam:retire` allows.
 MOVED = {
@@ -42,14 +42,29 @@ def retired_config() -> dict[str, Any]:
     return {**installed_config(), "kiam:retire": True}
 
 
+def retiring_run(config: dict[str, Any]) -> Recording:
+    """The `pulumi up` that retires kiam: `config` with `kiam:retire`, run on a stack whose last
+    update installed kiam with the same settings (its outputs are what that run exported)."""
+    install = run_program({k: v for k, v in config.items() if k != "kiam:retire"})
+    return run_main(config, stack="test", last_outputs=install.stack_outputs)
+
+
 @pytest.fixture(scope="module")
 def installed() -> Recording:
     return run_program(installed_config())
 
 
 @pytest.fixture(scope="module")
-def retired() -> Recording:
-    return run_program(retired_config())
+def retired(installed: Recording) -> Recording:
+    """The retiring `pulumi up`: the stack's last outputs are the install's."""
+    return run_main(retired_config(), stack="test", last_outputs=installed.stack_outputs)
+
+
+@pytest.fixture(scope="module")
+def after_retirement(retired: Recording) -> Recording:
+    """Any later `pulumi up` (after a `pulumi refresh` too): the last outputs are the retired
+    stack's."""
+    return run_main(retired_config(), stack="test", last_outputs=retired.stack_outputs)
 
 
 def _application_part(recording: Recording) -> set[tuple[str, str]]:
@@ -146,6 +161,42 @@ def test_the_patch_rolls_the_running_agents_to_remove_their_rule(
     )
 
 
+def test_retirement_reads_this_stacks_own_last_outputs(
+    installed: Recording, retired: Recording
+) -> None:
+    assert installed.reads == []  # an install reads nothing back
+    [reference] = retired.reads
+    assert (reference.type, reference.name, reference.id) == (
+        "pulumi:pulumi:StackReference",
+        "kiam-agent-retirement-last-outputs",
+        "organization/kiam/test",
+    )
+    assert reference.inputs["name"] == "organization/kiam/test"
+    assert reference.parent == retired.one(RETIREMENT).urn
+    assert "serverAddress" in reference.outputs["outputs"]
+
+
+def test_once_retired_nothing_is_left_to_roll(
+    retired: Recording, after_retirement: Recording
+) -> None:
+    assert "serverAddress" not in retired.stack_outputs
+    # Everything the retiring up registered but the patch: the next up forgets it (kept in the
+    # cluster's history only), and a refresh that forgot it already leaves nothing to apply again.
+    assert types_and_names(after_retirement.registrations) == types_and_names(
+        retired.registrations
+    ) - {(tokens.DAEMON_SET_PATCH, "kiam-agent-retirement")}
+    [reference] = after_retirement.reads
+    assert reference.outputs["outputs"] == retired.stack_outputs
+    assert after_retirement.stack_outputs == retired.stack_outputs
+
+
+def test_a_new_stack_retired_from_its_first_up_rolls_nothing() -> None:
+    new = run_program(retired_config())  # no checkpoint yet: no outputs to read
+    assert new.by_type(tokens.DAEMON_SET_PATCH) == []
+    assert [r.outputs["outputs"] for r in new.reads] == [{}]
+    assert sorted(new.stack_outputs) == ["applications"]
+
+
 def test_the_patch_is_kept_on_delete_and_waits_for_nothing(retired: Recording) -> None:
     patch = retired.one(tokens.DAEMON_SET_PATCH)
     component = retired.one(RETIREMENT)
@@ -163,7 +214,7 @@ def test_the_patch_follows_the_agent_settings() -> None:
         **retired_config(),
         "kiam:agent": {"hostInterface": "cali+", "port": 8282, "logLevel": "debug"},
     }
-    args = only_container(run_program(config).one(tokens.DAEMON_SET_PATCH))["args"]
+    args = only_container(retiring_run(config).one(tokens.DAEMON_SET_PATCH))["args"]
     settings = settings_from_values(
         {k.removeprefix("kiam:"): v for k, v in config.items()}, "test config"
     )
@@ -178,7 +229,7 @@ def test_the_patch_follows_the_agent_settings() -> None:
 def test_after_an_adoption_the_patch_targets_the_adopted_daemon_set() -> None:
     config = adoption_config("complete")
     config["kiam:adoption"] = {**config["kiam:adoption"], "agentDaemonSetName": "kiam-agents-v1"}
-    patch = run_program({**config, "kiam:retire": True}).one(tokens.DAEMON_SET_PATCH)
+    patch = retiring_run({**config, "kiam:retire": True}).one(tokens.DAEMON_SET_PATCH)
     assert patch.inputs["metadata"]["name"] == "kiam-agents-v1"
     assert patch.inputs["metadata"]["namespace"] == "kube-system"
 

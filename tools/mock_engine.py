@@ -26,6 +26,10 @@ from contracts.eks_node_group import FORCE_NEW, REPLACE_ON_CHANGES
 from settings.cluster import partition_of
 
 PROJECT = "kiam"
+# The self-managed backend's one organization name (pulumi/pulumi 1b594989,
+# pkg/backend/diy/state.go: "diy has no organizations really, but we just always say it's
+# organization"), which the program reads back in `pulumi.get_organization()`.
+ORGANIZATION = "organization"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 MAIN = PROJECT_DIR / "__main__.py"
 
@@ -66,6 +70,8 @@ class Recording:
 
     registrations: list[Registration]
     stack_outputs: dict[str, Any]
+    reads: list[Registration] = field(default_factory=list)
+    """Resources the program read rather than registered (`pulumi.StackReference`)."""
 
     def by_type(self, type_: str) -> list[Registration]:
         return [r for r in self.registrations if r.type == type_]
@@ -98,16 +104,24 @@ class KiamMocks(pulumi.runtime.Mocks):
         region: str,
         partition: str = "aws",
         cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
+        stack_name: str = "",
+        last_outputs: Mapping[str, Any] | None = None,
     ) -> None:
         self.account_id = account_id
         self.region = region
         self.partition = partition
         self.cluster_addons = frozenset(cluster_addons)
         """The EKS add-ons the cluster runs outside the stack, as `aws.eks.get_addon` finds them."""
+        self.stack_name = stack_name
+        """This stack's fully qualified name (`organization/<project>/<stack>`)."""
+        self.last_outputs = dict(last_outputs or {})
+        """The outputs the stack's last update left, as a `StackReference` to it reads them."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         inputs = dict(args.inputs)
         typ, name = args.typ, args.name
+        if typ == tokens.STACK_REFERENCE:
+            return self._stack_reference(str(args.resource_id))
         if typ == tokens.ROLE:
             role_name = inputs.get("name") or f"{name}-{_short_hash(name, 7)}"
             path = inputs.get("path", "/")
@@ -176,6 +190,15 @@ class KiamMocks(pulumi.runtime.Mocks):
             return name, {**inputs, "certPem": _pem("CERTIFICATE", name)}
         return f"{name}-id", inputs
 
+    def _stack_reference(self, target: str) -> tuple[str, dict[str, Any]]:
+        """What the engine's builtin provider reads for a `StackReference`: the stack's name, its
+        last outputs and which of them are secret (pulumi/pulumi 1b594989,
+        pkg/resource/deploy/builtins.go `readStackReference`). Only this stack's own outputs are
+        known here: any other stack is refused, as the engine refuses an unknown stack."""
+        if target != self.stack_name:
+            raise ValueError(f"the mock engine knows no stack {target!r}, only {self.stack_name!r}")
+        return target, {"name": target, "outputs": self.last_outputs, "secretOutputNames": []}
+
     # A plain dict: the SDK's annotation says tuple, but its mock monitor fails on (dict, None).
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         cluster = args.args.get("name", "")
@@ -225,6 +248,31 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: KiamMocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self.reads: list[Registration] = []
+
+    def ReadResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
+        response = super().ReadResource(request)  # type: ignore[no-untyped-call]
+        self.reads.append(
+            Registration(
+                urn=response.urn,
+                id=request.id,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=True,
+                provider=request.provider,
+                dependencies=tuple(request.dependencies),
+                property_dependencies={},
+                delete_before_replace=False,
+                custom_timeouts={},
+                ignore_changes=(),
+                replace_on_changes=(),
+                inputs=_unwrap(rpc.deserialize_properties(request.properties), "", []),
+                secret_paths=(),
+                outputs=_unwrap(self.resources[response.urn].state, "", []),
+            )
+        )
+        return response
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
@@ -301,6 +349,7 @@ class MockEngine:
         config: Mapping[str, Any] | None = None,
         secret_keys: Iterable[str] = (),
         cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
+        last_outputs: Mapping[str, Any] | None = None,
     ) -> None:
         partition = partition_of(region)
         self.mocks = KiamMocks(
@@ -308,6 +357,8 @@ class MockEngine:
             region=region,
             partition=partition,
             cluster_addons=cluster_addons,
+            stack_name=f"{ORGANIZATION}/{PROJECT}/{stack}",
+            last_outputs=last_outputs,
         )
         self.stack = stack
         self.config = dict(config or {})
@@ -318,14 +369,23 @@ class MockEngine:
         # A fresh root stack resource per run: runs in one process must not share parents.
         runtime_settings.ROOT.set(None)
         pulumi.runtime.set_mocks(
-            self.mocks, project=PROJECT, stack=self.stack, preview=False, monitor=monitor
+            self.mocks,
+            project=PROJECT,
+            stack=self.stack,
+            preview=False,
+            monitor=monitor,
+            organization=ORGANIZATION,
         )
         pulumi.runtime.set_all_config(
             {k: v if isinstance(v, str) else json.dumps(v) for k, v in self.config.items()},
             self.secret_keys,
         )
         pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
-        return Recording(registrations=list(monitor.registrations), stack_outputs=_stack_outputs())
+        return Recording(
+            registrations=list(monitor.registrations),
+            stack_outputs=_stack_outputs(),
+            reads=list(monitor.reads),
+        )
 
 
 def run_main(
@@ -334,9 +394,11 @@ def run_main(
     stack: str,
     secret_keys: Iterable[str] = (),
     cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
+    last_outputs: Mapping[str, Any] | None = None,
 ) -> Recording:
     """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start
-    it, against a cluster running `cluster_addons` (by default the Pod Identity agent)."""
+    it, against a cluster running `cluster_addons` (by default the Pod Identity agent), for a
+    stack whose last update left `last_outputs` (by default none: a new stack)."""
     cluster = config.get("kiam:cluster")
     cluster = cluster if isinstance(cluster, dict) else {}
     engine = MockEngine(
@@ -346,5 +408,6 @@ def run_main(
         config=config,
         secret_keys=secret_keys,
         cluster_addons=cluster_addons,
+        last_outputs=last_outputs,
     )
     return engine.run(lambda: runpy.run_path(str(MAIN), run_name="__main__"))

@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from contracts import tokens
 from invariants import check_all
 from invariants.recorded import resources_from_recording
 from settings import SettingsError, settings_from_stack_file
@@ -33,6 +34,7 @@ from tools import validate
 from tools.stack_source import add_stack_source, stack_file_of
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID_SETTINGS = 0, 1, 2
+RETIRE_KEY = "kiam:retire"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +73,19 @@ def main(argv: list[str] | None = None) -> int:
 
     # A diff only compares renderings; validators and guarantees are the plain plan's job.
     with _validator_process(enabled=not (args.no_validate or args.diff)) as validator:
-        recording = run_main(config, stack=stack, secret_keys=_secret_keys(config))
+        secret_keys = _secret_keys(config)
+        install = None
+        if settings.retire:
+            # What the stack's last update would have left: kiam installed with these settings.
+            # The plan shows the `pulumi up` that retires it (components/agent_retirement.py).
+            installed_config = {k: v for k, v in config.items() if k != RETIRE_KEY}
+            install = run_main(installed_config, stack=stack, secret_keys=secret_keys)
+        recording = run_main(
+            config,
+            stack=stack,
+            secret_keys=secret_keys,
+            last_outputs=install.stack_outputs if install is not None else None,
+        )
         plan = render(recording)
         violations = check_all(resources_from_recording(recording))
         findings, schemas = validator(plan, settings.cluster)
@@ -84,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK if result.equal else EXIT_FAILED
 
     edges = ordering_edges(recording)
-    print(summary(stack, path, settings, recording, [str(edge) for edge in edges]))
+    print(summary(stack, path, settings, recording, [str(edge) for edge in edges], install))
     print(_section("Guarantees", [f"✗ {v}" for v in violations] or ["✓ all invariants hold"]))
     if not args.no_validate:
         print(
@@ -92,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 "Validators",
                 [f"✗ {f}" for f in findings]
                 or [
-                    f"✓ {len(plan.manifests)} manifests valid ({_schema_note(settings.cluster.kubernetes_version, schemas)}{_crd_note(plan)}, strict)",
+                    f"✓ {len(plan.manifests)} manifests valid ({_schema_note(settings.cluster.kubernetes_version, schemas)}{_crd_note(plan)}, strict{_patch_note(plan)})",
                     f"✓ {len(plan.iam)} IAM roles lint clean (parliament)",
                 ],
             )
@@ -121,6 +135,15 @@ def _crd_note(plan: Any) -> str:
     return f"; {len(custom)} against the Prometheus Operator's CRDs" if custom else ""
 
 
+def _patch_note(plan: Any) -> str:
+    """How many manifests are patches, which are validated without the schema's required fields
+    (`validate.patch_findings`): a patch holds only the fields it sets."""
+    count = len(plan.patches)
+    if not count:
+        return ""
+    return f"; {count} {'patch' if count == 1 else 'patches'} without required fields, which the patched object holds"
+
+
 def _secret_keys(config: dict[str, Any]) -> list[str]:
     """Keys holding a `secure:` value anywhere inside, which the CLI would mark secret."""
     return [k for k, v in config.items() if UNDECRYPTED_SECRET in json.dumps(v)]
@@ -145,14 +168,16 @@ def _validator_process(enabled: bool) -> Iterator[Validator]:
     # not inside a test runner that already ran the SDK): otherwise validate here, afterwards.
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         yield lambda plan, cluster: (
-            validate.validate_plan(plan.manifests, plan.iam, cluster),
+            validate.validate_plan(plan.manifests, plan.iam, cluster, plan.patches),
             validate.kubernetes_schema_version(cluster.kubernetes_version),
         )
         return
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         pool.submit(validate.preload)
         yield lambda plan, cluster: (
-            pool.submit(validate.validate_plan, plan.manifests, plan.iam, cluster).result(),
+            pool.submit(
+                validate.validate_plan, plan.manifests, plan.iam, cluster, plan.patches
+            ).result(),
             # Asked of the second process too: it has loaded the validator already.
             pool.submit(validate.kubernetes_schema_version, cluster.kubernetes_version).result(),
         )
@@ -162,30 +187,24 @@ def _section(title: str, lines: list[str]) -> str:
     return "\n".join([f"\n{title}", *(f"  {line}" for line in lines)])
 
 
-def summary(stack: str, path: Path, s: StackSettings, recording: Any, ordering: list[str]) -> str:
+def summary(
+    stack: str,
+    path: Path,
+    s: StackSettings,
+    recording: Any,
+    ordering: list[str],
+    install: Any = None,
+) -> str:
     """The human part of the plan: key settings, resources by component, the ordering edges as
-    checked (`tools.ordering`)."""
-    ng, server, agent, adoption = s.node_group, s.server, s.agent, s.adoption_state
-    zones = sorted({sub.zone for sub in ng.subnets if sub.zone}) or ["(zones not given)"]
-    taint = ng.taint
+    checked (`tools.ordering`). With `kiam:retire`, `install` is the run of the same settings
+    without it: what the stack's last update left, which the retirement removes."""
     outputs = recording.stack_outputs
     settings_lines = [
         f"cluster       {s.cluster.name} in account {s.cluster.account_id}, {s.cluster.region}, Kubernetes {s.cluster.kubernetes_version}",
-        f"server nodes  {', '.join(ng.instance_types)} {ng.capacity_type}, min {ng.min_size} / desired {ng.desired_size} / max {ng.max_size}, zones {', '.join(zones)}",
-        f"              taint {taint.key}={taint.value}:{taint.kubernetes_effect}, IMDSv2 only",
-        f"servers       {server.replicas} x {server.image}, sessions {server.session_duration} (refresh {server.session_refresh})",
-        (
-            f"agents        intercept on {agent.host_interface}, dial {outputs.get('serverAddress')}"
-            if adoption.stack_owns_agents
-            else "agents        the running install's, through its Service (migration phase servers)"
-        ),
-        f"IAM           server may assume {', '.join(outputs.get('applicationRolePatterns') or [])}",
         *(
-            [
-                f"adoption      phase {adoption.phase}: CA, Service {s.server.service_name}:{s.server.grpc_port} and labels of the running install"
-            ]
-            if adoption.phase is not None
-            else []
+            _install_lines(s, outputs)
+            if install is None
+            else _retirement_lines(s, recording, install)
         ),
         # What a pod author writes, per application (the `applications` output).
         *(
@@ -208,6 +227,72 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any, ordering: 
             _section("Ordering", ordering),
         ]
     )
+
+
+def _install_lines(s: StackSettings, outputs: dict[str, Any]) -> list[str]:
+    """Key settings of a stack that installs kiam."""
+    ng, server, agent, adoption = s.node_group, s.server, s.agent, s.adoption_state
+    zones = sorted({sub.zone for sub in ng.subnets if sub.zone}) or ["(zones not given)"]
+    taint = ng.taint
+    return [
+        f"server nodes  {', '.join(ng.instance_types)} {ng.capacity_type}, min {ng.min_size} / desired {ng.desired_size} / max {ng.max_size}, zones {', '.join(zones)}",
+        f"              taint {taint.key}={taint.value}:{taint.kubernetes_effect}, IMDSv2 only",
+        f"servers       {server.replicas} x {server.image}, sessions {server.session_duration} (refresh {server.session_refresh})",
+        (
+            f"agents        intercept on {agent.host_interface}, dial {outputs.get('serverAddress')}"
+            if adoption.stack_owns_agents
+            else "agents        the running install's, through its Service (migration phase servers)"
+        ),
+        f"IAM           server may assume {', '.join(outputs.get('applicationRolePatterns') or [])}",
+        *(
+            [
+                f"adoption      phase {adoption.phase}: CA, Service {s.server.service_name}:{s.server.grpc_port} and labels of the running install"
+            ]
+            if adoption.phase is not None
+            else []
+        ),
+    ]
+
+
+def _retirement_lines(s: StackSettings, recording: Any, install: Any) -> list[str]:
+    """Key settings of a stack that retires kiam: what the retiring `pulumi up` rolls, removes
+    and keeps, and what later ones do (components/agent_retirement.py)."""
+
+    def resources(run: Any) -> dict[tuple[str, str], Any]:
+        return {
+            (r.type, r.name): r
+            for r in run.registrations
+            if r.custom and not r.type.startswith("pulumi:providers:")
+        }
+
+    before, after = resources(install), resources(recording)
+    removed = [before[k] for k in sorted(before.keys() - after.keys())]
+    kept = sorted(before.keys() & after.keys())
+    top = install.one("kiam:index:Kiam").urn
+    # Each removed resource under the component of the install it belongs to.
+    parts: dict[str, int] = {}
+    for r in removed:
+        part = r
+        while part.parent != top and part.parent in {x.urn for x in install.registrations}:
+            part = install.by_urn(part.parent)
+        parts[f"{part.type.rsplit(':', 1)[-1]} {part.name}"] = (
+            parts.get(f"{part.type.rsplit(':', 1)[-1]} {part.name}", 0) + 1
+        )
+    patch = [r for r in recording.registrations if r.type == tokens.DAEMON_SET_PATCH]
+    daemon_set = (
+        f"{patch[0].inputs['metadata']['namespace']}/{patch[0].inputs['metadata']['name']}"
+        if patch
+        else "(none)"
+    )
+    return [
+        "retired       kiam:retire: the plan of the `pulumi up` that retires kiam (the stack's last outputs show it installed)",
+        f"rolls         the agents of DaemonSet {daemon_set} to --iptables-remove, one node at a time, before anything goes",
+        f"removes       {len(removed)} resources of the install: "
+        + ", ".join(f"{name} ({count})" for name, count in sorted(parts.items())),
+        f"keeps         {len(kept)} resources of the applications: "
+        + ", ".join(f"{t.rsplit(':', 1)[-1]} {n}" for t, n in kept),
+        "later ups     read the stack retired: no patch (the first forgets the one kept, touching nothing)",
+    ]
 
 
 def _application_summary(namespace: str, out: dict[str, Any]) -> str:

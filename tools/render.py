@@ -14,6 +14,9 @@ from tools.mock_engine import Recording, Registration
 
 REDACTED = "[redacted]"
 KUBERNETES_PREFIX = "kubernetes:"
+# pulumi-kubernetes names each kind's server-side-apply patch resource `<Kind>Patch`
+# (`kubernetes:core/v1:NamespacePatch`, `kubernetes:apps/v1:DaemonSetPatch`: contracts/tokens.py).
+PATCH_SUFFIX = "Patch"
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class Plan:
     """File name -> a role's trust policy, inline policies and managed policy ARNs."""
     aws: dict[str, dict[str, Any]]
     """File name -> inputs of every other AWS resource (the node group, its launch template)."""
+    patches: frozenset[str] = frozenset()
+    """Manifests (file names) that are patches: some fields of an object the stack does not own
+    whole (pulumi-kubernetes `<Kind>Patch`), partial by design."""
 
     def files(self) -> dict[str, str]:
         """The plan as reviewable files: one per object, keyed by their path under the plan folder."""
@@ -117,25 +123,32 @@ def render(recording: Recording) -> Plan:
         # Registration order varies from run to run (registrations are asynchronous).
         for r in sorted(recording.registrations, key=lambda r: r.urn)
     ]
-    objects = [
-        (r.name, redacted_inputs(r))
-        for r in recording.registrations
-        if r.custom and r.type.startswith(KUBERNETES_PREFIX)
+    kubernetes = [
+        r for r in recording.registrations if r.custom and r.type.startswith(KUBERNETES_PREFIX)
     ]
+    objects = [(r.name, redacted_inputs(r)) for r in kubernetes]
     names = [manifest_file_name(obj) for _, obj in objects]
-    manifests = {}
-    for (resource, obj), file_name in zip(objects, names, strict=True):
+    manifests, patches = {}, set()
+    for reg, (resource, obj), file_name in zip(kubernetes, objects, names, strict=True):
         # Several patches of one object (a namespace annotation taken over) would share a file
         # name: each gets its resource's name too, so no rendering depends on registration order.
         if names.count(file_name) > 1:
             file_name = f"{file_name.removesuffix('.yaml')}-{resource}.yaml"
         manifests[file_name] = obj
+        if reg.type.endswith(PATCH_SUFFIX):
+            patches.add(file_name)
     aws = {
         f"{r.type.rsplit(':', 1)[-1].lower()}-{r.name}.json": redacted_inputs(r)
         for r in recording.registrations
         if r.custom and r.type.startswith("aws:") and r.type not in (ROLE, ROLE_POLICY, ATTACHMENT)
     }
-    return Plan(resources=resources, manifests=manifests, iam=iam_documents(recording), aws=aws)
+    return Plan(
+        resources=resources,
+        manifests=manifests,
+        iam=iam_documents(recording),
+        aws=aws,
+        patches=frozenset(patches),
+    )
 
 
 def iam_documents(recording: Recording) -> dict[str, dict[str, Any]]:

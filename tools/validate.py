@@ -11,7 +11,7 @@ import copy
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,10 +68,13 @@ def kubernetes_schema_version(kubernetes_version: str) -> str:
 
 
 def kubernetes_findings(
-    manifests: dict[str, dict[str, Any]], kubernetes_version: str
+    manifests: dict[str, dict[str, Any]],
+    kubernetes_version: str,
+    patches: Collection[str] = (),
 ) -> list[Finding]:
     """Strict validation (unknown fields rejected) against the schemas of the cluster's version,
-    or the nearest the validator ships (`kubernetes_schema_version`)."""
+    or the nearest the validator ships (`kubernetes_schema_version`); the manifests named in
+    `patches` without the schema's required fields (`patch_findings`)."""
     import kubernetes_validate
 
     version = kubernetes_schema_version(kubernetes_version)
@@ -80,6 +83,9 @@ def kubernetes_findings(
     for file_name, obj in sorted(manifests.items()):
         if (obj.get("apiVersion"), obj.get("kind")) in custom:
             findings += custom_resource_findings(file_name, obj)
+            continue
+        if file_name in patches:
+            findings += patch_findings(file_name, obj, version)
             continue
         try:
             kubernetes_validate.validate(obj, version, strict=True)
@@ -99,6 +105,43 @@ def kubernetes_findings(
                 )
             )
     return findings
+
+
+def patch_findings(file_name: str, obj: dict[str, Any], version: str) -> list[Finding]:
+    """A patch against its kind's strict schema, every rule but `required` applied: a patch
+    holds only the fields it sets, and the object it patches holds the rest (a DaemonSet patch
+    has no `selector`), so an unknown field, a wrong type or a bad value is still caught.
+
+    The schemas are kubernetes-validate's own strict ones, read as its `validate` reads them
+    (kubernetes-validate 1.37.0 kubernetes_validate/utils.py `validate`: `v<version>-local-strict/
+    <kind>-<group>-<version>.json` and `_definitions.json`, resolved through `referencing`)."""
+    import jsonschema
+    import referencing
+    from kubernetes_validate.utils import schema_contents
+
+    validator_name = f"kubernetes-validate {version} strict (a patch: required fields not checked)"
+    folder = f"kubernetes-json-schema/v{version}-local-strict"
+    api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", str(obj.get("apiVersion")))
+    try:
+        schema = schema_contents(f"{folder}/{str(obj.get('kind')).lower()}-{api}.json", version)
+    except FileNotFoundError:
+        message = f"no schema for {obj.get('apiVersion')} {obj.get('kind')}"
+        return [Finding(file_name, validator_name, message)]
+    definitions = schema_contents(f"{folder}/_definitions.json", version)
+    registry = referencing.Resource.from_contents(schema) @ referencing.Registry()
+    registry = referencing.Resource.from_contents(definitions) @ registry
+    without_required = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {"required": lambda *_: iter(())}
+    )
+    errors = without_required(schema, registry=registry).iter_errors(obj)
+    return sorted(
+        Finding(
+            file_name,
+            validator_name,
+            f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}",
+        )
+        for e in errors
+    )
 
 
 @functools.cache
@@ -268,7 +311,13 @@ def preload() -> None:
 
 
 def validate_plan(
-    manifests: dict[str, dict[str, Any]], iam: dict[str, dict[str, Any]], cluster: ClusterSettings
+    manifests: dict[str, dict[str, Any]],
+    iam: dict[str, dict[str, Any]],
+    cluster: ClusterSettings,
+    patches: Collection[str] = (),
 ) -> list[Finding]:
-    """Every finding of both validators on one rendered plan of a stack of this cluster."""
-    return kubernetes_findings(manifests, cluster.kubernetes_version) + iam_findings(iam, cluster)
+    """Every finding of both validators on one rendered plan of a stack of this cluster
+    (`patches`: which manifests are patches)."""
+    return kubernetes_findings(manifests, cluster.kubernetes_version, patches) + iam_findings(
+        iam, cluster
+    )

@@ -19,3 +19,9 @@ def test_the_daemon_set_patch_type_token() -> None:
     # pulumi-kubernetes schema (and its Python SDK's @pulumi.type_token on
     # pulumi_kubernetes/apps/v1/DaemonSetPatch.py): `kubernetes:apps/v1:DaemonSetPatch`.
     assert tokens.DAEMON_SET_PATCH == "kubernetes:apps/v1:DaemonSetPatch"
+
+
+def test_the_stack_reference_type_token() -> None:
+    # pulumi Python SDK 3.272.0, pulumi/stack_reference.py: StackReference.__init__ registers
+    # "pulumi:pulumi:StackReference" with id=<the stack's name> (a read, not a registration).
+    assert tokens.STACK_REFERENCE == "pulumi:pulumi:StackReference"

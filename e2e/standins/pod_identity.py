@@ -12,8 +12,10 @@ The association (`aws.eks.PodIdentityAssociation`) is a ConfigMap in kube-system
   2d60699a0291414cff5085fa2854da623915e1f1). Here the pair is the object's name, so a second one
   for the same pair is the same object: a provider that creates strictly (pulumi-kubernetes 4.29+,
   `upsertExistingObjects` off, as `program/kubernetes.py` sets it outside an adoption) fails with
-  `AlreadyExists`; 4.25, the suite's provider, applies server-side and fails on the fields another
-  owner set (the association someone created outside the stack).
+  `AlreadyExists`; 4.25, the suite's provider, applies server-side and fails on a field another
+  owner set to another value (measured: `conflict with "kubectl-client-side-apply" using v1:
+  .data.roleArn` for an association made outside the stack for another role). More lenient than
+  AWS there: one made outside for the very same role is shared instead of refused.
 - A change of namespace or service account replaces it, the role ARN does not
   (terraform-provider-aws `internal/service/eks/pod_identity_association.go` at
   00a35305dc1b297a6fcdecdfbba33f1e63c3da39: `cluster_name`, `namespace`, `service_account` are

@@ -35,7 +35,7 @@ from e2e.harness import app_pods
 from e2e.harness.app_pods import Workload
 from e2e.harness.environment import Environment
 from e2e.harness.golden import check_golden, normalise
-from e2e.harness.pulumi import PulumiStack
+from e2e.harness.pulumi import PulumiStack, Result
 from e2e.harness.watcher import Application, CredentialWatcher
 from e2e.standins import pod_identity
 from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
@@ -51,6 +51,7 @@ APPS: dict[str, dict[str, Any]] = {
 }
 ACCOUNTS = {"billing": "api", "search": "indexer", "legacy": "worker"}
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+FOREIGN_ROLE = "arn:aws:iam::111122223333:role/kiam-apps/someone-else"
 PATCH = "kubernetes:core/v1:NamespacePatch"
 
 
@@ -88,6 +89,8 @@ class Story:
     permitted: dict[str, dict[str, str]] = field(default_factory=dict)
     agent_pods: int = 0
     nodes: int = 0
+    collision: Result | None = None
+    after_collision: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def step(self, label: str) -> Step:
         return next(s for s in self.steps if s.label == label)
@@ -195,7 +198,8 @@ def story(env: Environment, request: pytest.FixtureRequest) -> Iterator[Story]:
     # search, to IRSA: the service account annotated as the stack output says.
     scenario.move("search", ServedBy.KIAM_AND_IRSA, "leaving-5-kiam-to-kiam+irsa.txt")
     outputs = stack.outputs()["applications"]["search"]
-    annotation = {IRSA_ANNOTATION: outputs["roleArn"]}
+    annotation = outputs["serviceAccount"]["annotations"]
+    assert annotation == {IRSA_ANNOTATION: outputs["roleArn"]}
     app_pods.service_account(kube, APPS["search"]["namespace"], ACCOUNTS["search"], annotation)
     scenario.roll("search", kiam_annotation=True, service_account=ACCOUNTS["search"])
     scenario.move("search", ServedBy.IRSA, "leaving-6-kiam+irsa-to-irsa.txt")
@@ -206,6 +210,27 @@ def story(env: Environment, request: pytest.FixtureRequest) -> Iterator[Story]:
     )
     scenario.move("legacy", ServedBy.POD_IDENTITY, "leaving-8-hazard-skipped-recreate.txt")
     scenario.roll("legacy", kiam_annotation=False, service_account=ACCOUNTS["legacy"])
+
+    # An association made outside the stack for billing's pair: AWS refuses a second one
+    # (ResourceInUseException); so must the stand-in, and the outside one must stay as it was.
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": pod_identity.association_name("billing", ACCOUNTS["billing"]),
+            "namespace": pod_identity.NAMESPACE,
+            "labels": pod_identity.ASSOCIATION_LABEL,
+        },
+        "data": pod_identity.association_data("dev", "billing", ACCOUNTS["billing"], FOREIGN_ROLE),
+    }
+    kube.apply([foreign])
+    states = {**scenario.states, "billing": ServedBy.KIAM_AND_POD_IDENTITY}
+    set_settings(env, stack, config(states))
+    scenario.story.collision = stack.up(check=False)
+    scenario.story.after_collision = pod_identity.associations(kube)
+    kube.kubectl("delete", "configmap", "-n", pod_identity.NAMESPACE, foreign["metadata"]["name"])
+    set_settings(env, stack, config(scenario.states))
+    stack.up()
 
     story = scenario.story
     agents = kube.items(
@@ -245,8 +270,11 @@ def test_no_application_pod_is_ever_without_a_working_source(story: Story, label
 
 def test_no_pod_roll_but_the_hazard_leaves_a_pod_without_a_source(story: Story) -> None:
     rolls = [s for s in story.steps if "pods recreated" in s.label]
-    assert len(rolls) == 3 + 5
+    # Each application's first pods, billing's three recreations, search's, legacy's recovery.
+    assert len(rolls) == 3 + 3 + 1 + 1
     for step in rolls:
+        if step.label == "legacy: pods recreated (2)":
+            continue  # the recovery: the stranded pods run until the new ones are Ready
         assert step.errors == [], step.label
         assert step.without_source == {}, step.label
 
@@ -344,3 +372,48 @@ def test_the_watcher_catches_exactly_the_pods_a_skipped_recreate_strands(story: 
 def test_the_managed_agent_runs_on_every_node(story: Story) -> None:
     # Its DaemonSet stays (the add-on's `preserve`) once billing moved back; legacy needs it.
     assert story.agent_pods == story.nodes
+
+
+def test_an_unmanaged_agent_must_be_in_the_cluster(env: Environment, story: Story) -> None:
+    """With `manageAddon: false` the stack only checks the add-on is there: a preview without it
+    stops with the message, and passes once it is installed (here, as the add-on leaves it)."""
+    kube = env.kube
+    agent = kube.get(pod_identity.agent_path())
+    kube.kubectl("delete", "daemonset", "-n", pod_identity.NAMESPACE, AGENT_ADDON)
+    unmanaged = {
+        **config(
+            {**{app: ServedBy.KIAM for app in APPS}, "billing": ServedBy.KIAM_AND_POD_IDENTITY}
+        ),
+        "kiam:podIdentityAgent": {"manageAddon": False},
+    }
+    stack, _ = deploy(env, "unmanaged", unmanaged)
+    try:
+        refused = stack.preview(check=False)
+        kube.apply(
+            [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "metadata": {"name": AGENT_ADDON, "namespace": pod_identity.NAMESPACE},
+                    "spec": agent["spec"],
+                }
+            ]
+        )
+        accepted = stack.preview(check=False)
+    finally:
+        stack.remove()
+    assert refused.returncode != 0
+    assert (
+        "cluster dev has no eks-pod-identity-agent add-on, which Pod Identity needs on the "
+        "nodes: install it, or set kiam:podIdentityAgent.manageAddon: true"
+    ) in refused.output
+    assert accepted.returncode == 0, accepted.output
+
+
+def test_a_second_association_for_a_pair_is_refused_and_the_first_kept(story: Story) -> None:
+    assert story.collision is not None and story.collision.returncode != 0
+    output = story.collision.output
+    assert "kiam-app-billing-pod-identity" in output
+    # pulumi-kubernetes 4.25 applies server-side: the outside owner's field refuses the create.
+    assert 'conflict with "kubectl-client-side-apply" using v1: .data.roleArn' in output
+    assert story.after_collision[("billing", "api")]["roleArn"] == FOREIGN_ROLE

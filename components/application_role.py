@@ -1,4 +1,6 @@
-"""An application role pods assume through kiam, optionally also through IRSA for one service account."""
+"""An application role, trusted by whatever serves it in its state (`servedBy`): the kiam-server
+role, EKS Pod Identity for one service account, IRSA for one service account, or two of them while
+the application moves."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from contracts import pod_identity
 from contracts.iam import role_arn
 from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
-from settings.applications import ApplicationSettings
+from settings.applications import ApplicationSettings, ServedBy
 from specs import iam_policies
 
 
@@ -20,15 +23,17 @@ class ApplicationRoleArgs:
     """Inputs of `ApplicationRole`."""
 
     settings: ApplicationSettings
-    """The application's role settings."""
+    """The application's role settings; `served_by` says whom the role trusts."""
     path: str
     """IAM path of the role (inside the pattern the kiam server may assume)."""
     server_role_arn: pulumi.Input[str]
-    """The kiam-server role, the only kiam principal the role trusts."""
+    """The kiam-server role, the only kiam principal the role trusts (while kiam serves it)."""
     role_base_arn: str
     """kiam's `--role-base-arn`: the pod annotation is the role's ARN relative to it."""
     oidc_issuer: pulumi.Input[str] | None = None
-    """The cluster's OIDC issuer URL, when the application is also trusted through IRSA."""
+    """The cluster's OIDC issuer URL, when the application is served through IRSA."""
+    cluster_name: str
+    """The EKS cluster, to which a Pod Identity trust is narrowed."""
     account_id: str
     """The stack's account: the role's ARN, hence its pod annotation, names it."""
     partition: str = "aws"
@@ -52,7 +57,7 @@ class ApplicationRole(pulumi.ComponentResource):
         super().__init__("kiam:index:ApplicationRole", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
-        irsa = s.served_by.irsa
+        served_by = s.served_by
         # Known before the role exists: IAM's ARN format is fixed, and the AWS provider is pinned
         # to this account. What kiam resolves the annotation to is checked against the role's
         # real ARN by the `application-reachable` guarantee.
@@ -60,15 +65,22 @@ class ApplicationRole(pulumi.ComponentResource):
             role_arn(args.partition, args.account_id, args.path, s.role_name),
             args.role_base_arn,
         )
-        trust = pulumi.Output.all(args.server_role_arn, args.oidc_issuer if irsa else None).apply(
+        # Only what the state trusts is an input: a role kiam no longer serves does not wait for
+        # (or name) the kiam-server role, and one IRSA does not serve never looks the issuer up.
+        trust = pulumi.Output.all(
+            args.server_role_arn if served_by.kiam else None,
+            args.oidc_issuer if served_by.irsa else None,
+        ).apply(
             lambda parts: json.dumps(
                 application_trust_policy(
-                    parts[0],
+                    served_by,
+                    server_role_arn=parts[0],
                     oidc_issuer=parts[1],
                     partition=args.partition,
                     account_id=args.account_id,
+                    cluster_name=args.cluster_name,
                     namespace=s.namespace,
-                    service_account=s.service_account if irsa else None,
+                    service_account=s.service_account,
                 )
             )
         )
@@ -107,19 +119,42 @@ class ApplicationRole(pulumi.ComponentResource):
 
 
 def application_trust_policy(
-    server_role_arn: str,
+    served_by: ServedBy,
     *,
+    server_role_arn: str | None,
     oidc_issuer: str | None,
     partition: str,
     account_id: str,
+    cluster_name: str,
     namespace: str,
     service_account: str | None,
 ) -> iam_policies.PolicyDocument:
-    """Trust for the kiam-server role, plus IRSA for one service account when asked."""
-    statements: list[dict[str, Any]] = [
-        {"Effect": "Allow", "Principal": {"AWS": server_role_arn}, "Action": "sts:AssumeRole"}
-    ]
-    if service_account is not None and oidc_issuer:
+    """The role's trust in one state: one statement per mechanism that serves it, in the order
+    kiam, Pod Identity, IRSA. Nothing else is ever trusted."""
+    statements: list[dict[str, Any]] = []
+    if served_by.kiam:
+        if not server_role_arn:
+            raise ValueError(f"servedBy {served_by.value} trusts the kiam-server role: its ARN")
+        statements.append(
+            {"Effect": "Allow", "Principal": {"AWS": server_role_arn}, "Action": "sts:AssumeRole"}
+        )
+    if served_by.pod_identity:
+        if service_account is None:
+            raise ValueError(f"servedBy {served_by.value} serves one service account: its name")
+        statements.append(
+            pod_identity_statement(
+                account_id=account_id,
+                cluster_name=cluster_name,
+                namespace=namespace,
+                service_account=service_account,
+            )
+        )
+    if served_by.irsa:
+        if service_account is None or not oidc_issuer:
+            raise ValueError(
+                f"servedBy {served_by.value} trusts the cluster's OIDC issuer for one service "
+                "account: both"
+            )
         provider = oidc_issuer.removeprefix("https://")
         statements.append(
             {
@@ -137,3 +172,24 @@ def application_trust_policy(
             }
         )
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def pod_identity_statement(
+    *, account_id: str, cluster_name: str, namespace: str, service_account: str
+) -> dict[str, Any]:
+    """EKS Pod Identity's trust (contracts/pod_identity.py), narrowed to this account and to the
+    session tags EKS sets for one cluster, namespace and service account: no other cluster's or
+    service account's association can obtain the role, even one naming it."""
+    return {
+        "Effect": "Allow",
+        "Principal": {"Service": pod_identity.SERVICE_PRINCIPAL},
+        "Action": list(pod_identity.TRUST_ACTIONS),
+        "Condition": {
+            "StringEquals": {
+                pod_identity.SOURCE_ACCOUNT_KEY: account_id,
+                pod_identity.request_tag(pod_identity.CLUSTER_NAME_TAG): cluster_name,
+                pod_identity.request_tag(pod_identity.NAMESPACE_TAG): namespace,
+                pod_identity.request_tag(pod_identity.SERVICE_ACCOUNT_TAG): service_account,
+            }
+        },
+    }

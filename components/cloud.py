@@ -1,7 +1,8 @@
 """The cloud side of kiam: what the composition needs from outside Kubernetes, as interfaces.
 
 `Kiam` builds every Kubernetes object itself and asks a `CloudSide` for the rest: the IAM chain,
-the dedicated nodes, the certificates and the application roles. `__main__.py` hands it the AWS
+the dedicated nodes, the certificates, the application roles and, for applications EKS Pod
+Identity serves, their associations and the agent add-on. `__main__.py` hands it the AWS
 one (`program.aws_cloud`: IAM roles, an EKS managed node group, pulumi-tls); the real-engine tests
 hand it stand-ins (`e2e/standins`) that produce the same values from the same settings. Nothing
 here imports a cloud SDK, so the composition runs wherever pulumi-kubernetes does.
@@ -139,5 +140,22 @@ class CloudSide(Protocol):
         roles: KiamRoles,
         opts: pulumi.ResourceOptions,
     ) -> ApplicationAccess:
-        """A role pods of one namespace may assume through the kiam server."""
+        """A role pods of one namespace may assume through whatever serves it
+        (`settings.served_by`): the kiam server, EKS Pod Identity or IRSA."""
+        ...
+
+    def pod_identity_association(
+        self,
+        name: str,
+        settings: ApplicationSettings,
+        role_arn: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> pulumi.Resource:
+        """The EKS Pod Identity association of settings.namespace/settings.service_account to the
+        role, a child of opts.parent."""
+        ...
+
+    def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource | None:
+        """The eks-pod-identity-agent add-on when kiam:podIdentityAgent.manageAddon is true (a child
+        of opts.parent); otherwise None, after checking the cluster has it."""
         ...

@@ -39,6 +39,11 @@ class Kiam(pulumi.ComponentResource):
     agent: KiamAgent | None
     """None while a running install's agents are still in service (migration phase `servers`)."""
     applications: dict[str, ApplicationAccess]
+    pod_identity_agent: pulumi.Resource | None
+    """The `eks-pod-identity-agent` add-on, when the stack manages it and Pod Identity serves an
+    application."""
+    pod_identity_associations: dict[str, pulumi.Resource]
+    """The EKS Pod Identity association of each application Pod Identity serves."""
     monitoring: KiamMonitoring | None
     """The Prometheus Operator's objects, when `kiam:monitoring` asks for them."""
     server_address: str
@@ -144,14 +149,42 @@ class Kiam(pulumi.ComponentResource):
     def _applications(
         self, name: str, args: KiamArgs, child: pulumi.ResourceOptions
     ) -> dict[str, ApplicationAccess]:
-        s = args.settings
+        s, cloud = args.settings, args.cloud
         roles = {
-            app: args.cloud.application_role(f"{name}-app-{app}", settings, self.roles, child)
+            app: cloud.application_role(f"{name}-app-{app}", settings, self.roles, child)
             for app, settings in sorted(s.applications.items())
         }
+        served = {app: s.applications[app].served_by for app in roles}
+        # The agent runs while any application is served by Pod Identity; the stack's
+        # associations wait for it, so no pod gets Pod Identity credentials before an agent
+        # serves them. It is a child of the install, not of kiam's parts: retiring kiam keeps it.
+        self.pod_identity_agent = (
+            cloud.pod_identity_agent(f"{name}-pod-identity-agent", child)
+            if any(state.pod_identity for state in served.values())
+            else None
+        )
+        self.pod_identity_associations = {}
+        for app, role in roles.items():
+            if not served[app].pod_identity:
+                continue
+            # A child of the application's role component where the cloud side has one (AWS);
+            # of the install where the role is only computed (the e2e stand-ins).
+            parent = role if isinstance(role, pulumi.Resource) else self
+            self.pod_identity_associations[app] = cloud.pod_identity_association(
+                f"{name}-app-{app}-pod-identity",
+                s.applications[app],
+                role.role_arn,
+                pulumi.ResourceOptions(
+                    parent=parent,
+                    depends_on=[self.pod_identity_agent] if self.pod_identity_agent else [],
+                ),
+            )
+        # kiam admits only the roles it still serves: a namespace none of whose applications
+        # kiam serves loses its entry exactly as when its last application is removed.
         by_namespace: dict[str, list[pulumi.Input[str]]] = defaultdict(list)
         for app, role in roles.items():
-            by_namespace[s.applications[app].namespace].append(role.role_arn)
+            if served[app].kiam:
+                by_namespace[s.applications[app].namespace].append(role.role_arn)
         if by_namespace or s.existing_permitted:
             NamespacePermissions(
                 f"{name}-permissions",

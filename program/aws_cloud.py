@@ -1,13 +1,16 @@
-"""The AWS cloud side of kiam: IAM roles, an EKS managed node group, pulumi-tls certificates."""
+"""The AWS cloud side of kiam: IAM roles, an EKS managed node group, pulumi-tls certificates, and
+EKS Pod Identity's associations and agent add-on."""
 
 from __future__ import annotations
 
 import pulumi
+import pulumi_aws as aws
 
 from components.application_role import ApplicationRole, ApplicationRoleArgs
 from components.cloud import KiamRoles
 from components.iam import IamArgs, KiamIam
 from components.node_group import NodeGroupArgs, ServerNodeGroup
+from components.pod_identity import agent_addon, association
 from program.tls_authority import PulumiTlsAuthority
 from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
@@ -24,6 +27,9 @@ class AwsCloud:
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> KiamIam:
         s = self.settings
+        # Every application's path, whatever serves it: moving an application off kiam never
+        # changes the kiam-server role's permission (nor widens it back on rollback). A role kiam
+        # no longer serves stops trusting the server, and AssumeRole needs the role's trust too.
         paths = [app.role_path(s.iam) for app in s.applications.values()]
         return KiamIam(name, IamArgs(cluster=s.cluster, iam=s.iam, application_paths=paths), opts)
 
@@ -59,8 +65,34 @@ class AwsCloud:
                 server_role_arn=roles.server_role_arn,
                 role_base_arn=roles.role_base_arn,
                 oidc_issuer=self.oidc_issuer,
+                cluster_name=s.cluster.name,
                 partition=s.cluster.partition,
                 account_id=s.cluster.account_id,
             ),
             opts,
+        )
+
+    def pod_identity_association(
+        self,
+        name: str,
+        settings: ApplicationSettings,
+        role_arn: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+    ) -> aws.eks.PodIdentityAssociation:
+        return association(
+            name,
+            cluster_name=self.settings.cluster.name,
+            settings=settings,
+            role_arn=role_arn,
+            opts=opts,
+        )
+
+    def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> aws.eks.Addon | None:
+        s = self.settings
+        if not s.pod_identity_agent.manage_addon:
+            # Checked when the providers were created (program/providers.py), before any other
+            # resource was registered: a missing add-on has stopped the program by now.
+            return None
+        return agent_addon(
+            name, cluster_name=s.cluster.name, settings=s.pod_identity_agent, opts=opts
         )

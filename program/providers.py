@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.pod_identity import check_agent_addon
 from program.kubernetes import kubernetes_provider
 from settings.stack import StackSettings
 
@@ -39,6 +40,15 @@ def create_providers(settings: StackSettings) -> Providers:
         default_tags={"tags": {"kiam:cluster": cluster.name, "kiam:managed-by": "pulumi"}},
     )
     invoke = pulumi.InvokeOutputOptions(provider=aws_provider)
+    agent_users = {
+        app: a.served_by.value
+        for app, a in sorted(settings.applications.items())
+        if a.served_by.pod_identity
+    }
+    if agent_users and not settings.pod_identity_agent.manage_addon:
+        # Before any resource but the providers is registered: a cluster without the agent stops
+        # the plan here, with a message, instead of after the roles changed.
+        check_agent_addon(cluster.name, agent_users, pulumi.InvokeOptions(provider=aws_provider))
     irsa = any(a.served_by.irsa for a in settings.applications.values())
     need_lookup = settings.kubeconfig is None or irsa
     eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke) if need_lookup else None

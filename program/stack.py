@@ -5,12 +5,14 @@ stand-ins (`e2e/program`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 
-from components.cloud import CloudSide
+from components.cloud import ApplicationAccess, CloudSide
 from components.kiam import Kiam, KiamArgs
 from contracts import names
+from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
 
 
@@ -37,11 +39,44 @@ def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
     pulumi.export(
         "applications",
         {
-            app: {
-                "roleArn": role.role_arn,
-                "podAnnotation": role.pod_annotation,
-                "serviceAccountAnnotation": role.service_account_annotation,
-            }
+            app: application_output(
+                settings.applications[app], role, kiam.pod_identity_associations.get(app)
+            )
             for app, role in kiam.applications.items()
         },
     )
+
+
+def application_output(
+    settings: ApplicationSettings,
+    role: ApplicationAccess,
+    association: pulumi.Resource | None,
+) -> dict[str, Any]:
+    """What one application's pod template and service account need in its state, and where it
+    goes next.
+
+    - `podAnnotation`: kiam's `iam.amazonaws.com/role`, only while kiam serves the role (a pod
+      keeping it afterwards asks kiam for a role its namespace no longer admits); `{}` otherwise.
+    - `serviceAccount`: the service account Pod Identity or IRSA serves the role to, with the
+      annotations it needs (IRSA's `eks.amazonaws.com/role-arn`; none for Pod Identity, whose
+      association lives in EKS); null while only kiam serves it.
+    - `podIdentityAssociationId`: the association's id while Pod Identity serves it, else null.
+    """
+    served_by = settings.served_by
+    service_account: dict[str, Any] | None = None
+    if settings.service_account is not None:
+        service_account = {
+            "name": settings.service_account,
+            "namespace": settings.namespace,
+            "annotations": role.service_account_annotation if served_by.irsa else {},
+        }
+    return {
+        "servedBy": served_by.value,
+        "next": served_by.next.value if served_by.next is not None else None,
+        "roleArn": role.role_arn,
+        "podAnnotation": role.pod_annotation if served_by.kiam else {},
+        "serviceAccount": service_account,
+        "podIdentityAssociationId": association.id
+        if isinstance(association, pulumi.CustomResource)
+        else None,
+    }

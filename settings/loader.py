@@ -131,7 +131,9 @@ def _describe(error: Any) -> str:
         allowed = ", ".join(_allowed_keys(loc[:-1]))
         return f"{path}: is not a known setting (allowed here: {allowed})"
     message = str(error["msg"]).removeprefix("Value error, ")
-    if kind.startswith(("greater", "less", "literal", "int_", "bool_", "string_type", "list_type")):
+    if kind.startswith(
+        ("greater", "less", "literal", "enum", "int_", "bool_", "string_type", "list_type")
+    ):
         message = f"{message} (got {json.dumps(error.get('input'), default=str)})"
     if kind in ("model_type", "dict_type") or (kind.endswith("_type") and "got" not in message):
         message = f"{message} (got {type(error.get('input')).__name__})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from settings.base import Model, matching
 
@@ -21,11 +21,24 @@ class PodIdentityAgentSettings(Model):
 
     manage_addon: bool = Field(
         default=False,
-        description="Install and own the `eks-pod-identity-agent` add-on. Off: the program only "
-        "checks, at plan time, that the cluster has it, and stops with a message if not.",
+        description="Install and own the `eks-pod-identity-agent` add-on (kept on the nodes if "
+        "the stack later drops it: removing it never takes the agent from running pods). Off: "
+        "the program only checks, at plan time and before changing anything, that EKS lists the "
+        "add-on on the cluster, and stops with a message if not.",
     )
     addon_version: AddonVersion | None = Field(
         default=None,
-        description="The add-on version to install when `manageAddon` is true; EKS's default "
-        "for the cluster's Kubernetes version when unset.",
+        description="The add-on version to install; only with `manageAddon: true` (refused "
+        "otherwise: the program installs nothing to give it to). EKS's default for the cluster's "
+        "Kubernetes version when unset.",
     )
+
+    @model_validator(mode="after")
+    def _check(self) -> PodIdentityAgentSettings:
+        if self.addon_version is not None and not self.manage_addon:
+            # A version the program would never install: the cluster's own add-on is only checked.
+            raise ValueError(
+                f"addonVersion {self.addon_version} is used only when manageAddon is true: set "
+                "manageAddon: true to install that version with the stack, or remove addonVersion"
+            )
+        return self

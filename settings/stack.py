@@ -61,8 +61,9 @@ class StackSettings(Model):
     )
     applications: dict[DnsLabel, ApplicationSettings] = Field(
         default={},
-        description="Application roles by application name: each assumable through kiam from one "
-        "namespace, optionally through IRSA too.",
+        description="Application roles by application name: each served to one namespace by kiam, "
+        "by EKS Pod Identity or IRSA for one service account, or by both while it moves "
+        "(`servedBy`).",
     )
     existing_permitted: dict[DnsLabel, str] = Field(
         default={},

@@ -1,4 +1,6 @@
-"""Application roles: exact trust (kiam-server, and IRSA when asked), patterns, namespace permissions."""
+"""Application roles: exact trust (kiam-server, and IRSA when asked), patterns, namespace permissions.
+
+Every `servedBy` state, the association, the agent add-on and rollback: tests/test_served_by.py."""
 
 from __future__ import annotations
 
@@ -150,24 +152,38 @@ def test_namespace_annotations_admit_exactly_the_namespaces_roles(apps_run: Reco
 
 
 def test_outputs_per_application(apps_run: Recording) -> None:
-    """What a pod author writes: the pod annotation is the role's ARN relative to roleBaseArn."""
+    """What a pod author writes: the pod annotation is the role's ARN relative to roleBaseArn;
+    the service account and its IRSA annotation only where IRSA serves the role."""
     base = "arn:aws:iam::111122223333:role/kiam-apps/"
     assert apps_run.stack_outputs["roleBaseArn"] == base
     assert apps_run.stack_outputs["applications"] == {
         "billing": {
+            "servedBy": "kiam+irsa",
+            "next": "irsa",
             "roleArn": f"{base}billing-api",
             "podAnnotation": {"iam.amazonaws.com/role": "billing-api"},
-            "serviceAccountAnnotation": {"eks.amazonaws.com/role-arn": f"{base}billing-api"},
+            "serviceAccount": {
+                "name": "api",
+                "namespace": "billing",
+                "annotations": {"eks.amazonaws.com/role-arn": f"{base}billing-api"},
+            },
+            "podIdentityAssociationId": None,
         },
         "search": {
+            "servedBy": "kiam",
+            "next": None,
             "roleArn": f"{base}search/search",
             "podAnnotation": {"iam.amazonaws.com/role": "search/search"},
-            "serviceAccountAnnotation": {"eks.amazonaws.com/role-arn": f"{base}search/search"},
+            "serviceAccount": None,
+            "podIdentityAssociationId": None,
         },
         "worker": {
+            "servedBy": "kiam",
+            "next": None,
             "roleArn": f"{base}billing.worker",
             "podAnnotation": {"iam.amazonaws.com/role": "billing.worker"},
-            "serviceAccountAnnotation": {"eks.amazonaws.com/role-arn": f"{base}billing.worker"},
+            "serviceAccount": None,
+            "podIdentityAssociationId": None,
         },
     }
 

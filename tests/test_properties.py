@@ -165,7 +165,16 @@ def assert_exported_applications_are_reachable(config: dict[str, Any], recording
         annotation = out["podAnnotation"]["iam.amazonaws.com/role"]
         assert allows(statements(json.loads(policy.inputs["policy"])), "sts:AssumeRole", arn)
         assert resolve(annotation, outputs["roleBaseArn"]) == arn
-        assert out["serviceAccountAnnotation"] == {"eks.amazonaws.com/role-arn": arn}
+        settings = config["kiam:applications"][app]
+        assert out["serviceAccount"] == (
+            {
+                "name": settings["serviceAccount"],
+                "namespace": namespace,
+                "annotations": {"eks.amazonaws.com/role-arn": arn},
+            }
+            if settings.get("servedBy") == "kiam+irsa"
+            else None
+        )
         assert permits(permitted[namespace], arn)
         # What a live check asks of the live pod, namespace and server Deployment.
         assert granted_role(annotation, permitted[namespace], server_args) == arn

@@ -21,7 +21,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.sync_await import _sync_await
 
-from contracts import tokens
+from contracts import pod_identity, tokens
 from contracts.eks_node_group import FORCE_NEW, REPLACE_ON_CHANGES
 from settings.cluster import partition_of
 
@@ -91,10 +91,19 @@ def _short_hash(value: Any, length: int = 8) -> str:
 class KiamMocks(pulumi.runtime.Mocks):
     """Synthesises what providers would compute: names, ARNs, ids, PEMs, the cluster look-up."""
 
-    def __init__(self, *, account_id: str, region: str, partition: str = "aws") -> None:
+    def __init__(
+        self,
+        *,
+        account_id: str,
+        region: str,
+        partition: str = "aws",
+        cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
+    ) -> None:
         self.account_id = account_id
         self.region = region
         self.partition = partition
+        self.cluster_addons = frozenset(cluster_addons)
+        """The EKS add-ons the cluster runs outside the stack, as `aws.eks.get_addon` finds them."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         inputs = dict(args.inputs)
@@ -115,6 +124,21 @@ class KiamMocks(pulumi.runtime.Mocks):
                 **inputs,
                 "name": f"{inputs.get('namePrefix', '')}{_short_hash(inputs)}",
                 "latestVersion": 1,
+            }
+        if typ == tokens.POD_IDENTITY_ASSOCIATION:
+            # EKS gives an association an id `a-` and 17 characters, and an ARN naming the cluster.
+            association = f"a-{_short_hash(inputs, 17)}"
+            arn = f"arn:{self.partition}:eks:{self.region}:{self.account_id}:podidentityassociation/{inputs.get('clusterName')}/{association}"
+            return association, {
+                **inputs,
+                "associationId": association,
+                "associationArn": arn,
+            }
+        if typ == tokens.ADDON:
+            cluster, addon = inputs.get("clusterName"), inputs.get("addonName")
+            return f"{cluster}:{addon}", {
+                **inputs,
+                "arn": f"arn:{self.partition}:eks:{self.region}:{self.account_id}:addon/{cluster}/{addon}/mock",
             }
         if typ == tokens.NODE_GROUP:
             # Like EKS, a replacement gets a fresh suffix: here derived from the fields that force one.
@@ -174,6 +198,20 @@ class KiamMocks(pulumi.runtime.Mocks):
             }
         if args.token == "aws:eks/getClusterAuth:getClusterAuth":
             return {"name": cluster, "token": "k8s-aws-v1.mock-token"}
+        if args.token == "aws:eks/getAddon:getAddon":
+            addon, cluster = args.args.get("addonName", ""), args.args.get("clusterName", "")
+            if addon not in self.cluster_addons:
+                # The provider's answer to DescribeAddon's ResourceNotFoundException: a failed
+                # invoke the program sees as an exception (not an RPC error, which would end it).
+                failure = ("", f"reading EKS Add-On ({cluster}:{addon}): couldn't find resource")
+                return {}, [failure]  # type: ignore[return-value]
+            return {
+                "addonName": addon,
+                "clusterName": cluster,
+                "addonVersion": "v1.3.4-eksbuild.1",
+                "arn": f"arn:{self.partition}:eks:{self.region}:{self.account_id}:addon/{cluster}/{addon}/mock",
+                "id": f"{cluster}:{addon}",
+            }
         raise NotImplementedError(f"the mock engine has no answer for {args.token}")
 
 
@@ -262,9 +300,15 @@ class MockEngine:
         stack: str = "test",
         config: Mapping[str, Any] | None = None,
         secret_keys: Iterable[str] = (),
+        cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
     ) -> None:
         partition = partition_of(region)
-        self.mocks = KiamMocks(account_id=account_id, region=region, partition=partition)
+        self.mocks = KiamMocks(
+            account_id=account_id,
+            region=region,
+            partition=partition,
+            cluster_addons=cluster_addons,
+        )
         self.stack = stack
         self.config = dict(config or {})
         self.secret_keys = list(secret_keys)
@@ -285,9 +329,14 @@ class MockEngine:
 
 
 def run_main(
-    config: Mapping[str, Any], *, stack: str, secret_keys: Iterable[str] = ()
+    config: Mapping[str, Any],
+    *,
+    stack: str,
+    secret_keys: Iterable[str] = (),
+    cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
 ) -> Recording:
-    """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start it."""
+    """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start
+    it, against a cluster running `cluster_addons` (by default the Pod Identity agent)."""
     cluster = config.get("kiam:cluster")
     cluster = cluster if isinstance(cluster, dict) else {}
     engine = MockEngine(
@@ -296,5 +345,6 @@ def run_main(
         stack=stack,
         config=config,
         secret_keys=secret_keys,
+        cluster_addons=cluster_addons,
     )
     return engine.run(lambda: runpy.run_path(str(MAIN), run_name="__main__"))

@@ -189,8 +189,8 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any, ordering: 
         ),
         # What a pod author writes, per application (the `applications` output).
         *(
-            f"{'applications' if i == 0 else '':<14}{app}: pods in {s.applications[app].namespace} "
-            f"annotate iam.amazonaws.com/role: {out['podAnnotation']['iam.amazonaws.com/role']}"
+            f"{'applications' if i == 0 else '':<14}{app}: "
+            + _application_summary(s.applications[app].namespace, out)
             for i, (app, out) in enumerate(sorted((outputs.get("applications") or {}).items()))
         ),
     ]
@@ -208,6 +208,23 @@ def summary(stack: str, path: Path, s: StackSettings, recording: Any, ordering: 
             _section("Ordering", ordering),
         ]
     )
+
+
+def _application_summary(namespace: str, out: dict[str, Any]) -> str:
+    """What pods of one application need in its state: kiam's annotation while kiam serves it,
+    the service account once Pod Identity or IRSA serves it too."""
+    annotation = (out.get("podAnnotation") or {}).get("iam.amazonaws.com/role")
+    account = out.get("serviceAccount")
+    parts = []
+    if annotation is not None:
+        parts.append(f"pods in {namespace} annotate iam.amazonaws.com/role: {annotation}")
+    if account:
+        step = f", next {out['next']}" if out.get("next") else ""
+        parts.append(
+            f"pods in {namespace} run as service account {account['name']} "
+            f"(servedBy {out.get('servedBy')}{step})"
+        )
+    return "; ".join(parts)
 
 
 def _tree(recording: Any) -> list[str]:

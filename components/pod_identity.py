@@ -1,0 +1,101 @@
+"""EKS Pod Identity on AWS: an application's association, the agent add-on, and the plan-time check
+that a cluster runs the add-on when the stack does not manage it (contracts/pod_identity.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pulumi
+import pulumi_aws as aws
+
+from contracts import pod_identity
+from settings.applications import ApplicationSettings
+from settings.pod_identity import PodIdentityAgentSettings
+
+
+def association(
+    name: str,
+    *,
+    cluster_name: str,
+    settings: ApplicationSettings,
+    role_arn: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> aws.eks.PodIdentityAssociation:
+    """The association of the application's namespace and service account to its role.
+
+    Its `roleArn` is the role's output, so the engine creates it only once the role exists with
+    its Pod Identity trust: EKS injects credentials into pods created after the association
+    exists, and the first of them must find a role that trusts `pods.eks.amazonaws.com`.
+
+    Replacement order: create the new association, then delete the old one (the engine's default,
+    kept deliberately). Only a new cluster, namespace or service account replaces an association
+    (`ASSOCIATION_REPLACE_FIELDS`), so the new one never names the old one's (cluster, namespace,
+    service account) and cannot collide with it; the provider does not retry
+    `ResourceInUseException` on create and its delete does not wait, which is why deleting first
+    would gain nothing and leave the old service account's running pods without an association in
+    between.
+    """
+    if settings.service_account is None:
+        raise ValueError(f"servedBy {settings.served_by.value} needs serviceAccount")
+    return aws.eks.PodIdentityAssociation(
+        name,
+        cluster_name=cluster_name,
+        namespace=settings.namespace,
+        service_account=settings.service_account,
+        role_arn=role_arn,
+        opts=pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(delete_before_replace=False)
+        ),
+    )
+
+
+def agent_addon(
+    name: str,
+    *,
+    cluster_name: str,
+    settings: PodIdentityAgentSettings,
+    opts: pulumi.ResourceOptions,
+) -> aws.eks.Addon:
+    """The `eks-pod-identity-agent` add-on (`kiam:podIdentityAgent.manageAddon`).
+
+    `preserve`: removing the resource (the last application leaves Pod Identity, or `manageAddon`
+    turns false) stops EKS managing the add-on but leaves the agent's DaemonSet running, so no pod
+    that was given Pod Identity credentials loses the agent that serves them.
+    """
+    return aws.eks.Addon(
+        name,
+        addon_name=pod_identity.AGENT_ADDON,
+        cluster_name=cluster_name,
+        addon_version=settings.addon_version,
+        preserve=True,
+        opts=opts,
+    )
+
+
+def agent_missing_message(cluster_name: str, users: Mapping[str, str], reason: str) -> str:
+    """Why the plan stops when the cluster has no agent add-on and the stack may not install it."""
+    served = ", ".join(
+        f"kiam:applications.{app} (servedBy {state})" for app, state in users.items()
+    )
+    return (
+        f"kiam:podIdentityAgent.manageAddon is false, so EKS cluster {cluster_name} must already "
+        f"run the {pod_identity.AGENT_ADDON} add-on for {served}, and looking it up failed: "
+        f"{reason}. Set kiam:podIdentityAgent.manageAddon: true to install it with the stack, or "
+        f"install it (aws eks create-addon --cluster-name {cluster_name} --addon-name "
+        f"{pod_identity.AGENT_ADDON})"
+    )
+
+
+def check_agent_addon(
+    cluster_name: str, users: Mapping[str, str], opts: pulumi.InvokeOptions
+) -> None:
+    """Stop the program with `agent_missing_message` unless EKS lists the add-on on the cluster.
+
+    A synchronous look-up, run before any resource but the providers is registered: a failure
+    ends `pulumi preview` and `pulumi up` with the message alone, having changed nothing.
+    """
+    try:
+        aws.eks.get_addon(addon_name=pod_identity.AGENT_ADDON, cluster_name=cluster_name, opts=opts)
+    except Exception as error:  # the provider's error, whatever EKS answered
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise pulumi.RunError(agent_missing_message(cluster_name, users, reason)) from None

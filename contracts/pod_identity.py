@@ -1,0 +1,65 @@
+"""EKS Pod Identity as AWS and the AWS provider define it: the trust a role needs, the session tags
+that narrow it, the agent add-on's name, and what replaces an association.
+
+Sources (each spelled out by `tests/contracts/test_pod_identity.py`):
+- The trust: the Amazon EKS User Guide, "Create IAM role with trust policy required by EKS Pod
+  Identity" (pod-id-role; awsdocs/amazon-eks-user-guide
+  latest/ug/manage-access/aws-access/pod-id-role.adoc at 2edffcb14bca54edc61e5a925eb6b3c97fde11f0):
+  principal service `pods.eks.amazonaws.com`, actions `sts:AssumeRole` (to assume the role) and
+  `sts:TagSession` (to pass its session tags), narrowed with `StringEquals` on
+  `aws:RequestTag/<tag>` to one namespace and service account.
+- The session tags: the same page and "Grant Pods access to AWS resources based on tags"
+  (pod-id-abac, same repository, pod-id-abac.adoc): `eks-cluster-arn`, `eks-cluster-name`,
+  `kubernetes-namespace`, `kubernetes-service-account`, `kubernetes-pod-name`, `kubernetes-pod-uid`.
+- `aws:SourceAccount`: the IAM User Guide, "The confused deputy problem" (cross-service confused
+  deputy prevention: narrow a service principal's trust with `aws:SourceAccount`); EKS Pod Identity
+  sets it on its AssumeRole calls (awslabs/mountpoint-s3-csi-driver issue #781: a Pod Identity
+  role trusting `pods.eks.amazonaws.com` with `StringEquals aws:SourceAccount` serves credentials).
+- The agent: the Amazon EKS User Guide, "Set up the Amazon EKS Pod Identity Agent"
+  (pod-id-agent-setup; service-accounts.adoc at 4d52b4d05e3478582e7d10a73cbd9ba9194dd5f7):
+  `aws eks create-addon --addon-name eks-pod-identity-agent`, a DaemonSet of that name in
+  kube-system.
+- The association's replacement: terraform-provider-aws (which pulumi-aws bridges)
+  internal/service/eks/pod_identity_association.go at 00a35305dc1b297a6fcdecdfbba33f1e63c3da39:
+  `cluster_name`, `namespace` and `service_account` are `RequiresReplace`; `role_arn`,
+  `disable_session_tags` and `target_role_arn` are updated in place (UpdatePodIdentityAssociation).
+  Create retries only `InvalidParameterException` "Role provided in the request does not exist"
+  (IAM propagation), never `ResourceInUseException`, and Delete is one call that does not wait.
+"""
+
+from __future__ import annotations
+
+SERVICE_PRINCIPAL = "pods.eks.amazonaws.com"
+"""The service principal a Pod Identity role trusts."""
+TRUST_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
+"""What the role's trust allows that principal: assume it, and tag the session."""
+
+SOURCE_ACCOUNT_KEY = "aws:SourceAccount"
+"""The global condition key naming the account the service acts for."""
+REQUEST_TAG_PREFIX = "aws:RequestTag/"
+"""Condition keys on the session tags the service passes: `aws:RequestTag/<tag>`."""
+CLUSTER_NAME_TAG = "eks-cluster-name"
+NAMESPACE_TAG = "kubernetes-namespace"
+SERVICE_ACCOUNT_TAG = "kubernetes-service-account"
+SESSION_TAGS = (
+    "eks-cluster-arn",
+    CLUSTER_NAME_TAG,
+    NAMESPACE_TAG,
+    SERVICE_ACCOUNT_TAG,
+    "kubernetes-pod-name",
+    "kubernetes-pod-uid",
+)
+"""Every session tag EKS Pod Identity adds (unless the association disables session tags)."""
+
+AGENT_ADDON = "eks-pod-identity-agent"
+"""The EKS add-on that serves Pod Identity credentials on the nodes."""
+
+ASSOCIATION_REPLACE_FIELDS = ("clusterName", "namespace", "serviceAccount")
+"""`aws.eks.PodIdentityAssociation` inputs whose change replaces the association (its other inputs
+are updated in place). A replacement therefore always names another (cluster, namespace, service
+account) than the association it replaces."""
+
+
+def request_tag(tag: str) -> str:
+    """The condition key of one session tag."""
+    return f"{REQUEST_TAG_PREFIX}{tag}"

@@ -1,0 +1,56 @@
+"""EKS Pod Identity's facts spelled out literally, with where each is written (contracts/pod_identity.py
+cites the pages and the provider source): a wrong constant fails here, not in every gate at once."""
+
+from __future__ import annotations
+
+from contracts import pod_identity, tokens
+
+
+def test_the_trust_a_pod_identity_role_needs() -> None:
+    # EKS user guide, pod-id-role: principal service pods.eks.amazonaws.com, actions
+    # sts:AssumeRole and sts:TagSession.
+    assert pod_identity.SERVICE_PRINCIPAL == "pods.eks.amazonaws.com"
+    assert pod_identity.TRUST_ACTIONS == ("sts:AssumeRole", "sts:TagSession")
+    # IAM user guide, "The confused deputy problem": the global condition key.
+    assert pod_identity.SOURCE_ACCOUNT_KEY == "aws:SourceAccount"
+
+
+def test_the_session_tags_that_narrow_it() -> None:
+    # EKS user guide, pod-id-role and pod-id-abac: the six session tags, used in a trust policy as
+    # aws:RequestTag/<tag>.
+    assert pod_identity.SESSION_TAGS == (
+        "eks-cluster-arn",
+        "eks-cluster-name",
+        "kubernetes-namespace",
+        "kubernetes-service-account",
+        "kubernetes-pod-name",
+        "kubernetes-pod-uid",
+    )
+    assert pod_identity.request_tag(pod_identity.CLUSTER_NAME_TAG) == (
+        "aws:RequestTag/eks-cluster-name"
+    )
+    assert pod_identity.request_tag(pod_identity.NAMESPACE_TAG) == (
+        "aws:RequestTag/kubernetes-namespace"
+    )
+    assert pod_identity.request_tag(pod_identity.SERVICE_ACCOUNT_TAG) == (
+        "aws:RequestTag/kubernetes-service-account"
+    )
+
+
+def test_the_agent_add_on() -> None:
+    # EKS user guide, pod-id-agent-setup: aws eks create-addon --addon-name eks-pod-identity-agent.
+    assert pod_identity.AGENT_ADDON == "eks-pod-identity-agent"
+
+
+def test_what_replaces_an_association() -> None:
+    # terraform-provider-aws internal/service/eks/pod_identity_association.go (00a35305): the three
+    # RequiresReplace attributes, in pulumi-aws's input names.
+    assert pod_identity.ASSOCIATION_REPLACE_FIELDS == ("clusterName", "namespace", "serviceAccount")
+
+
+def test_the_type_tokens() -> None:
+    # pulumi-aws schema: aws.eks.PodIdentityAssociation and aws.eks.Addon.
+    assert tokens.POD_IDENTITY_ASSOCIATION == (
+        "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    )
+    assert tokens.ADDON == "aws:eks/addon:Addon"

@@ -213,11 +213,12 @@ def story(env: Environment, request: pytest.FixtureRequest) -> Iterator[Story]:
 
     # An association made outside the stack for billing's pair: AWS refuses a second one
     # (ResourceInUseException); so must the stand-in, and the outside one must stay as it was.
-    foreign = {
+    foreign_name = pod_identity.association_name("billing", ACCOUNTS["billing"])
+    foreign: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": pod_identity.association_name("billing", ACCOUNTS["billing"]),
+            "name": foreign_name,
             "namespace": pod_identity.NAMESPACE,
             "labels": pod_identity.ASSOCIATION_LABEL,
         },
@@ -228,7 +229,7 @@ def story(env: Environment, request: pytest.FixtureRequest) -> Iterator[Story]:
     set_settings(env, stack, config(states))
     scenario.story.collision = stack.up(check=False)
     scenario.story.after_collision = pod_identity.associations(kube)
-    kube.kubectl("delete", "configmap", "-n", pod_identity.NAMESPACE, foreign["metadata"]["name"])
+    kube.kubectl("delete", "configmap", "-n", pod_identity.NAMESPACE, foreign_name)
     set_settings(env, stack, config(scenario.states))
     stack.up()
 

@@ -16,6 +16,12 @@ from settings.node_group import TaintSettings
 from specs import kiam_flags
 from specs.takeover import taking_over_options
 
+# No surge: the agent holds a host port, two on one node cannot both start. One node at a time.
+ONE_NODE_AT_A_TIME: dict[str, Any] = {
+    "type": "RollingUpdate",
+    "rollingUpdate": {"maxUnavailable": 1},
+}
+
 
 @dataclass(frozen=True, kw_only=True)
 class AgentArgs:
@@ -79,8 +85,7 @@ class KiamAgent(pulumi.ComponentResource):
             },
             spec={
                 "selector": {"matchLabels": dict(adoption.agent_selector)},
-                # No surge: the agent holds a host port, two on one node cannot both start.
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+                "updateStrategy": ONE_NODE_AT_A_TIME,
                 "template": {
                     "metadata": {
                         "labels": meta_labels,

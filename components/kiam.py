@@ -1,14 +1,17 @@
-"""The whole of kiam on one EKS cluster: IAM, dedicated nodes, TLS, servers, agents, in order."""
+"""The whole of kiam on one EKS cluster: IAM, dedicated nodes, TLS, servers, agents, in order; and
+its retirement (`kiam:retire`), which keeps only the application roles and what serves them now."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.agent import AgentArgs, KiamAgent
+from components.agent_retirement import AgentRetirement, AgentRetirementArgs
 from components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
 from components.monitoring import KiamMonitoring, MonitoringArgs, scrape_annotations
 from components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
@@ -16,7 +19,7 @@ from components.server import KiamServer, ServerArgs
 from components.tls import KiamTls, TlsArgs
 from contracts import names
 from settings.stack import StackSettings
-from specs import alert_rules
+from specs import alert_rules, iam_policies
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,14 +33,23 @@ class KiamArgs:
 
 
 class Kiam(pulumi.ComponentResource):
-    """Composes every part of kiam so that one `pulumi up` installs, upgrades or recycles it safely."""
+    """Composes every part of kiam so that one `pulumi up` installs, upgrades or recycles it safely,
+    and, with `kiam:retire`, removes it in one `pulumi up` while the application roles stay."""
 
     roles: KiamRoles
-    server_nodes: ServerNodes
-    tls: KiamTls
-    server: KiamServer
+    """kiam's IAM chain; once retired, only what the application roles still read of it
+    (`RetiredRoles`: no kiam role exists any more)."""
+    server_nodes: ServerNodes | None
+    """None once retired."""
+    tls: KiamTls | None
+    """None once retired."""
+    server: KiamServer | None
+    """None once retired."""
     agent: KiamAgent | None
-    """None while a running install's agents are still in service (migration phase `servers`)."""
+    """None while a running install's agents are still in service (migration phase `servers`),
+    and once retired."""
+    retirement: AgentRetirement | None
+    """With `kiam:retire`: what rolls the agents to remove their iptables rule before they go."""
     applications: dict[str, ApplicationAccess]
     pod_identity_agent: pulumi.Resource | None
     """The `eks-pod-identity-agent` add-on, when the stack manages it and Pod Identity serves an
@@ -45,7 +57,7 @@ class Kiam(pulumi.ComponentResource):
     pod_identity_associations: dict[str, pulumi.Resource]
     """The EKS Pod Identity association of each application Pod Identity serves."""
     monitoring: KiamMonitoring | None
-    """The Prometheus Operator's objects, when `kiam:monitoring` asks for them."""
+    """The Prometheus Operator's objects, when `kiam:monitoring` asks for them (never once retired)."""
     server_address: str
     """What agents dial."""
 
@@ -54,11 +66,57 @@ class Kiam(pulumi.ComponentResource):
     ) -> None:
         super().__init__("kiam:index:Kiam", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        s = args.settings
+        domain = s.cluster.cluster_domain
+        self.server_address = names.agent_server_address(
+            s.server.service_name, s.namespace.name, domain, s.server.grpc_port
+        )
+        self.server_nodes = self.tls = self.server = self.agent = self.monitoring = None
+        self.retirement = None
+        if s.retire:
+            self._retire(name, s, child)
+        else:
+            self._install(name, args, child)
+        self.applications = self._applications(name, args, child)
+        self.register_outputs(
+            {}
+            if self.server_nodes is None
+            else {
+                "node_role_arn": self.roles.node_role_arn,
+                "server_role_arn": self.roles.server_role_arn,
+                "role_base_arn": self.roles.role_base_arn,
+                "node_group_name": self.server_nodes.node_group_name,
+                "server_address": self.server_address,
+            }
+        )
+
+    def _retire(self, name: str, s: StackSettings, child: pulumi.ResourceOptions) -> None:
+        """Register only what rolls the agents; everything else of the install is no longer
+        registered, so the engine deletes it at the end of this `pulumi up`, agents first
+        (components/agent_retirement.py says why that order holds)."""
+        self.roles = RetiredRoles(
+            role_base_arn=iam_policies.role_base_arn(
+                s.cluster.partition, s.cluster.account_id, s.iam
+            )
+        )
+        self.retirement = AgentRetirement(
+            f"{name}-agent-retirement",
+            AgentRetirementArgs(
+                settings=s.agent,
+                namespace=s.namespace.name,
+                daemon_set_name=s.adoption_state.agent_daemon_set_name,
+                server_address=self.server_address,
+            ),
+            child,
+        )
+
+    def _install(self, name: str, args: KiamArgs, child: pulumi.ResourceOptions) -> None:
         s, cloud = args.settings, args.cloud
         adoption = s.adoption_state
 
         self.roles = cloud.roles(f"{name}-iam", child)
-        self.server_nodes = cloud.server_nodes(names.server_nodes_name(name), self.roles, child)
+        server_nodes = cloud.server_nodes(names.server_nodes_name(name), self.roles, child)
+        self.server_nodes = server_nodes
         namespace: pulumi.Input[str] = s.namespace.name
         if s.namespace.create:
             namespace = k8s.core.v1.Namespace(
@@ -74,7 +132,7 @@ class Kiam(pulumi.ComponentResource):
         domain = s.cluster.cluster_domain
         ca = adoption.running_install_ca
         service, ns_name = s.server.service_name, s.namespace.name
-        self.tls = KiamTls(
+        tls = KiamTls(
             f"{name}-tls",
             TlsArgs(
                 settings=s.tls,
@@ -87,27 +145,25 @@ class Kiam(pulumi.ComponentResource):
             ),
             child,
         )
-        self.server = KiamServer(
+        self.tls = tls
+        server = KiamServer(
             f"{name}-server",
             ServerArgs(
                 settings=s.server,
                 namespace=namespace,
                 region=s.cluster.region,
-                node_group_name=self.server_nodes.node_group_name,
+                node_group_name=server_nodes.node_group_name,
                 node_taint=s.node_group.taint,
                 spare_nodes=s.node_group.desired_size - s.server.replicas,
                 server_role_arn=self.roles.server_role_arn,
                 role_base_arn=self.roles.role_base_arn,
-                tls_secret=self.tls.server_secret,
+                tls_secret=tls.server_secret,
                 adoption=adoption,
                 pod_annotations=scrape_annotations(s.monitoring, s.server.metrics_port),
             ),
             child,
         )
-        self.server_address = names.agent_server_address(
-            service, ns_name, domain, s.server.grpc_port
-        )
-        self.agent = None
+        self.server = server
         if adoption.stack_owns_agents:
             self.agent = KiamAgent(
                 f"{name}-agent",
@@ -116,14 +172,15 @@ class Kiam(pulumi.ComponentResource):
                     namespace=namespace,
                     server_address=self.server_address,
                     server_node_taint=s.node_group.taint,
-                    tls_secret=self.tls.agent_secret,
-                    wait_for=[self.server.deployment],
+                    tls_secret=tls.agent_secret,
+                    # Also what makes a retirement delete the agents before the servers: the
+                    # engine deletes a resource only after those that depend on it.
+                    wait_for=[server.deployment],
                     adoption=adoption,
                     pod_annotations=scrape_annotations(s.monitoring, s.agent.metrics_port),
                 ),
                 child,
             )
-        self.monitoring = None
         if s.monitoring.service_monitors:
             self.monitoring = KiamMonitoring(
                 f"{name}-monitoring",
@@ -135,16 +192,6 @@ class Kiam(pulumi.ComponentResource):
                 ),
                 child,
             )
-        self.applications = self._applications(name, args, child)
-        self.register_outputs(
-            {
-                "node_role_arn": self.roles.node_role_arn,
-                "server_role_arn": self.roles.server_role_arn,
-                "role_base_arn": self.roles.role_base_arn,
-                "node_group_name": self.server_nodes.node_group_name,
-                "server_address": self.server_address,
-            }
-        )
 
     def _applications(
         self, name: str, args: KiamArgs, child: pulumi.ResourceOptions
@@ -194,3 +241,34 @@ class Kiam(pulumi.ComponentResource):
                 child,
             )
         return roles
+
+
+@dataclass(frozen=True)
+class RetiredRoles:
+    """`KiamRoles` of a retired stack: kiam's roles are gone, and applications no longer served by
+    kiam (the only ones `kiam:retire` allows) read nothing of them but `role_base_arn`, from which
+    the kiam pod annotation in the `applications` output is still computed."""
+
+    role_base_arn: str
+    """kiam's `--role-base-arn` as it was: a pure function of the settings."""
+
+    @property
+    def server_role_arn(self) -> str:
+        """No kiam-server role: an application role that still trusted one would name nothing
+        (the settings refuse `kiam:retire` while kiam serves an application)."""
+        return ""
+
+    @property
+    def node_role_arn(self) -> str:
+        """No server nodes, so no node role."""
+        return ""
+
+    @property
+    def application_role_patterns(self) -> list[str]:
+        """No server, so nothing it may assume."""
+        return []
+
+    @property
+    def node_role_policies(self) -> Sequence[pulumi.Resource]:
+        """No node role, so nothing attached to it."""
+        return []

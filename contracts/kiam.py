@@ -26,6 +26,12 @@ ARN_PREFIX = "arn:"
 # deploy/agent.yaml names the agent DaemonSet this; the Helm chart's `<release>-agent` gives the
 # same for a release named kiam. A running install is adopted under this name unless told.
 UPSTREAM_AGENT_DAEMON_SET = "kiam-agent"
+# cmd/kiam/agent.go: `iptables-remove`, "Remove iptables rules at shutdown", a kingpin boolean
+# defaulting to true; only an agent started with it deletes its metadata DNAT rule when it stops
+# (the deferred rules.Remove() in run()), one started with --no-iptables-remove leaves the rule.
+# cmd/kiam/iptables.go adds the rule with AppendUnique: an agent starting on a node where its
+# predecessor left the rule holds it once, so its own removal leaves none.
+AGENT_REMOVE_RULE_FLAG = "--iptables-remove"
 
 
 def resolve(annotation: str, role_base_arn: str) -> str | None:

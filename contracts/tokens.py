@@ -4,6 +4,8 @@ uses these without the cloud SDKs."""
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+# Server-side apply of some fields of a DaemonSet another resource (or nobody) owns.
+DAEMON_SET_PATCH = "kubernetes:apps/v1:DaemonSetPatch"
 SERVICE = "kubernetes:core/v1:Service"
 SECRET = "kubernetes:core/v1:Secret"
 NODE = "kubernetes:core/v1:Node"

@@ -28,14 +28,20 @@ def build(
 
 
 def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
-    """The stack outputs the README documents."""
-    pulumi.export("nodeRoleArn", kiam.roles.node_role_arn)
-    pulumi.export("serverRoleArn", kiam.roles.server_role_arn)
-    pulumi.export("roleBaseArn", kiam.roles.role_base_arn)
-    pulumi.export("applicationRolePatterns", kiam.roles.application_role_patterns)
-    pulumi.export("nodeGroupName", kiam.server_nodes.node_group_name)
-    pulumi.export("serverAddress", kiam.server_address)
-    pulumi.export("namespace", settings.namespace.name)
+    """The stack outputs the README documents.
+
+    Once kiam is retired (`kiam:retire`) only `applications` remains: kiam's outputs (its roles,
+    node group, server address, namespace) are absent rather than null, so a consumer that still
+    requires one (`pulumi stack output serverRoleArn`, a StackReference's `require_output`) fails
+    loudly instead of reading a null as a value."""
+    if kiam.server_nodes is not None:
+        pulumi.export("nodeRoleArn", kiam.roles.node_role_arn)
+        pulumi.export("serverRoleArn", kiam.roles.server_role_arn)
+        pulumi.export("roleBaseArn", kiam.roles.role_base_arn)
+        pulumi.export("applicationRolePatterns", kiam.roles.application_role_patterns)
+        pulumi.export("nodeGroupName", kiam.server_nodes.node_group_name)
+        pulumi.export("serverAddress", kiam.server_address)
+        pulumi.export("namespace", settings.namespace.name)
     pulumi.export(
         "applications",
         {

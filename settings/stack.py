@@ -134,6 +134,15 @@ class StackSettings(Model):
                 "kiam:namespace.create must be false with kiam:adoption: the running install's "
                 "namespace exists already (set kiam:namespace.name to it)"
             )
+        if self.retire and self.adoption is not None and self.adoption.phase != "complete":
+            # Until then the running install's objects are kept on delete (and, in phase
+            # servers, its agents are not this stack's), so retiring would leave them running.
+            raise ValueError(
+                f"kiam:retire must wait for kiam:adoption.phase complete (it is "
+                f"{self.adoption.phase}): while a running install is being taken over, the stack "
+                "keeps its objects on delete, so retiring would leave them (and their agents' "
+                "iptables rules) in the cluster. Finish the move first (docs/migration.md)"
+            )
         if self.monitoring.enabled and not self.adoption_state.stack_owns_agents:
             raise ValueError(
                 "kiam:monitoring.enabled must wait for kiam:adoption.phase takeover: in phase "

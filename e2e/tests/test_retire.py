@@ -1,0 +1,383 @@
+"""Scenario: kiam retired in one `pulumi up` (`kiam:retire`), watched.
+
+The dev stack is installed with one application already served by IRSA (it needs no stand-in),
+then `kiam:retire: true` is applied. While it runs, every change of the namespace's pods and of
+the agent DaemonSet is recorded in the API server's order. What must hold:
+
+- every agent is rolled to `--iptables-remove`, one node at a time, before the DaemonSet is
+  deleted, and every agent pod that stops once the deletion began carries the flag (so each
+  removes its node's DNAT rule);
+- the agent pods are all gone before the first server pod is asked to stop;
+- exactly kiam's resources leave the stack and the cluster, none of the application's;
+- a second `pulumi up` changes nothing, and `pulumi destroy` of the retired stack is clean.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts import kiam, names, tokens
+from contracts.labels import PERMITTED_ANNOTATION, selector_labels
+from e2e.harness.environment import Environment, write_stack_file
+from e2e.harness.kube import Kube, is_ready
+from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
+from e2e.tests.conftest import (
+    REPORT,
+    deploy,
+    example_config,
+    fresh_environment,
+    set_settings,
+)
+
+NAMESPACE = "kiam"  # the dev stack's (the default)
+APP_NAMESPACE = "billing"
+REMOVE = kiam.AGENT_REMOVE_RULE_FLAG
+KEEP = "--no-iptables-remove"
+
+
+@dataclass(frozen=True)
+class Pod:
+    name: str
+    role: str
+    node: str
+    args: tuple[str, ...]
+    ready: bool
+    stopping: bool
+
+
+@dataclass(frozen=True)
+class Moment:
+    """The namespace's kiam pods and the agent DaemonSet right after one watched change."""
+
+    t: float
+    what: str
+    """`<kind> <event> <name>` of the change."""
+    pods: tuple[Pod, ...]
+    daemon_set_deleting: bool
+
+    def agents(self) -> list[Pod]:
+        return [p for p in self.pods if p.role == "agent"]
+
+
+@dataclass
+class Recorder:
+    """Watches the namespace's pods and DaemonSets; `moments` is the timeline."""
+
+    kube: Kube
+    moments: list[Moment] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._pods: dict[str, Pod] = {}
+        self._deleting = False
+        self._listed: set[str] = set()
+        self._start = time.monotonic()
+
+    @contextmanager
+    def running(self) -> Iterator[Recorder]:
+        threads = [
+            threading.Thread(target=self._watch, args=(kind,), daemon=True)
+            for kind in ("pods", "daemonsets")
+        ]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while self._listed != {"pods", "daemonsets"} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self._listed == {"pods", "daemonsets"}, f"watches never listed: {self.errors}"
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            for thread in threads:
+                thread.join(timeout=15)
+
+    def _watch(self, kind: str) -> None:
+        base = "/api/v1" if kind == "pods" else "/apis/apps/v1"
+        try:
+            for event, obj in self.kube.watch(f"{base}/namespaces/{NAMESPACE}/{kind}", self._stop):
+                with self._lock:
+                    if event == "LISTED":
+                        self._listed.add(kind)
+                        continue
+                    name = obj["metadata"]["name"]
+                    if kind == "pods":
+                        self._pod_event(event, obj)
+                    elif name == names.AGENT_NAME and (
+                        event == "DELETED" or obj["metadata"].get("deletionTimestamp")
+                    ):
+                        self._deleting = True
+                    if self._listed != {"pods", "daemonsets"}:
+                        continue  # a half-listed state is not one the cluster was in
+                    self.moments.append(
+                        Moment(
+                            time.monotonic() - self._start,
+                            f"{kind} {event} {name}",
+                            tuple(sorted(self._pods.values(), key=lambda p: p.name)),
+                            self._deleting,
+                        )
+                    )
+        except Exception as error:
+            if not self._stop.is_set():
+                self.errors.append(f"{kind} watch: {error}")
+
+    def _pod_event(self, event: str, obj: dict[str, Any]) -> None:
+        name, labels = obj["metadata"]["name"], obj["metadata"].get("labels") or {}
+        if event == "DELETED":
+            self._pods.pop(name, None)
+            return
+        role = next(
+            (
+                r
+                for r in ("server", "agent")
+                if all(labels.get(k) == v for k, v in selector_labels(r).items())
+            ),
+            None,
+        )
+        if role is None:
+            return
+        self._pods[name] = Pod(
+            name=name,
+            role=role,
+            node=obj["spec"].get("nodeName") or "",
+            args=tuple(obj["spec"]["containers"][0].get("args") or []),
+            ready=is_ready(obj),
+            stopping=bool(obj["metadata"].get("deletionTimestamp")),
+        )
+
+
+@dataclass
+class Retired:
+    env: Environment
+    stack: PulumiStack
+    before: set[tuple[str, str]]
+    after: set[tuple[str, str]]
+    moments: list[Moment]
+    events: list[dict[str, Any]]
+    agent_nodes: set[str]
+
+
+APPLICATION = {
+    "billing": {
+        "namespace": APP_NAMESPACE,
+        "roleName": "billing-api",
+        "servedBy": "irsa",
+        "serviceAccount": "api",
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def retired(bin_dir: Path, session_root: Path) -> Iterator[Retired]:
+    with fresh_environment(session_root, bin_dir, "retire") as env:
+        config = {**example_config("dev"), "kiam:applications": APPLICATION}
+        stack, _ = deploy(env, "dev", config)
+        stack.up()
+        before = {type_and_name(r["urn"]) for r in stack.resources()}
+        agent_nodes = {p["spec"]["nodeName"] for p in env.pods(NAMESPACE, "agent")}
+        assert agent_nodes, "the install has no agents to retire"
+        set_settings(env, stack, {**config, "kiam:retire": True})
+        log = env.root / "retire.events.jsonl"
+        recorder = Recorder(env.kube)
+        with recorder.running():
+            result = stack.up(event_log=log)
+        assert not recorder.errors, recorder.errors
+        REPORT.append(
+            f"retire: `pulumi up` {result.seconds:.1f} s, {len(agent_nodes)} agents rolled "
+            f"then deleted, {len(recorder.moments)} watched changes"
+        )
+        after = {type_and_name(r["urn"]) for r in stack.resources()}
+        yield Retired(env, stack, before, after, recorder.moments, read_event_log(log), agent_nodes)
+        stack.destroy()
+
+
+def _deletion_began(moments: list[Moment]) -> float:
+    return next(m.t for m in moments if m.daemon_set_deleting)
+
+
+def test_every_agent_is_rolled_to_remove_its_rule_before_the_daemon_set_goes(
+    retired: Retired,
+) -> None:
+    moments, nodes = retired.moments, retired.agent_nodes
+    began = _deletion_began(moments)
+    before = [m for m in moments if m.t < began]
+    # The roll completed: a moment with one Ready agent per node, every one with the flag.
+    rolled = [
+        m
+        for m in before
+        if sorted(p.node for p in m.agents() if p.ready and not p.stopping) == sorted(nodes)
+        and all(REMOVE in p.args and KEEP not in p.args for p in m.agents())
+    ]
+    assert rolled, "the agents were never all rolled to --iptables-remove before the deletion"
+    # When the deletion began, every agent pod there was carried the flag.
+    at_deletion = next(m for m in moments if m.t >= began)
+    assert at_deletion.agents() and all(REMOVE in p.args for p in at_deletion.agents())
+    # And every agent that stopped from then on removed its rule on exit.
+    stopped_after = {p.name: p for m in moments if m.t >= began for p in m.agents() if p.stopping}
+    assert set(stopped_after) == {p.name for p in at_deletion.agents()}
+    assert all(REMOVE in p.args for p in stopped_after.values())
+
+
+def test_the_roll_takes_one_node_at_a_time(retired: Retired) -> None:
+    began = _deletion_began(retired.moments)
+    worst = max(
+        sum(
+            not any(p.ready and not p.stopping for p in m.agents() if p.node == node)
+            for node in retired.agent_nodes
+        )
+        for m in retired.moments
+        if m.t < began
+    )
+    assert worst <= 1  # maxUnavailable 1: never two nodes without a serving agent at once
+
+
+def test_agents_are_gone_before_any_server_is_asked_to_stop(retired: Retired) -> None:
+    moments = retired.moments
+    last_agent = max(
+        m.t for i, m in enumerate(moments) if i > 0 and moments[i - 1].agents() and not m.agents()
+    )
+    first_server_stop = min(
+        m.t for m in moments if any(p.role == "server" and p.stopping for p in m.pods)
+    )
+    assert last_agent < first_server_stop
+    # The engine agrees: it finished deleting the DaemonSet before it began the Deployment.
+    events = retired.events
+
+    def sequence(kind: str, type_: str, op: str) -> int:
+        return next(
+            int(e["sequence"])
+            for e in events
+            if kind in e
+            and e[kind]["metadata"]["type"] == type_
+            and e[kind]["metadata"]["op"] == op
+        )
+
+    assert sequence("resOutputsEvent", tokens.DAEMON_SET_PATCH, "create") < sequence(
+        "resourcePreEvent", tokens.DAEMON_SET, "delete"
+    )
+    assert sequence("resOutputsEvent", tokens.DAEMON_SET, "delete") < sequence(
+        "resourcePreEvent", tokens.DEPLOYMENT, "delete"
+    )
+
+
+# Everything of the dev stack's kiam install on the stand-ins (whose IAM and certificate
+# authority are computed, not resources), and nothing of the application's.
+KIAM_INSTALL = {
+    ("kiam:e2e:KwokNodeGroup", "kiam-server-nodes"),
+    ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes"),
+    (tokens.NODE, "kiam-server-nodes-0"),
+    (tokens.NODE, "kiam-server-nodes-1"),
+    (tokens.NAMESPACE, "kiam-namespace"),
+    ("kiam:index:Tls", "kiam-tls"),
+    (tokens.SECRET, "kiam-tls-agent"),
+    (tokens.SECRET, "kiam-tls-server"),
+    ("kiam:index:Server", "kiam-server"),
+    ("kubernetes:core/v1:ServiceAccount", "kiam-server"),
+    ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kiam-server"),
+    (tokens.CLUSTER_ROLE_BINDING, "kiam-server"),
+    (tokens.SERVICE, "kiam-server"),
+    (tokens.DEPLOYMENT, "kiam-server"),
+    (tokens.PDB, "kiam-server"),
+    ("kiam:index:Agent", "kiam-agent"),
+    ("kubernetes:core/v1:ServiceAccount", "kiam-agent"),
+    (tokens.DAEMON_SET, "kiam-agent"),
+}
+KEPT = {
+    ("pulumi:pulumi:Stack", "kiam-dev"),
+    ("pulumi:providers:kubernetes", "kubernetes"),
+    ("kiam:index:Kiam", "kiam"),
+    ("kiam:index:NamespacePermissions", "kiam-permissions"),
+    (tokens.NAMESPACE_PATCH, "kiam-permissions-billing"),
+}
+
+
+def test_exactly_kiams_resources_leave_the_stack(retired: Retired) -> None:
+    assert retired.before - retired.after == KIAM_INSTALL
+    assert retired.before == KEPT | KIAM_INSTALL  # nothing else was there, nothing else left
+    assert retired.after == KEPT | {
+        ("kiam:index:AgentRetirement", "kiam-agent-retirement"),
+        (tokens.DAEMON_SET_PATCH, "kiam-agent-retirement"),
+    }
+
+
+def test_the_cluster_keeps_nothing_of_kiam_and_everything_of_the_application(
+    retired: Retired,
+) -> None:
+    kube = retired.env.kube
+    assert kube.get_or_none(f"/api/v1/namespaces/{NAMESPACE}") is None
+    for role in ("server", "agent"):
+        query = ",".join(f"{k}={v}" for k, v in selector_labels(role).items())
+        assert kube.items(f"/api/v1/pods?labelSelector={query}") == []
+    assert retired.env.dedicated_nodes() == []
+    cluster_roles = kube.items("/apis/rbac.authorization.k8s.io/v1/clusterroles")
+    assert [r["metadata"]["name"] for r in cluster_roles if "kiam" in r["metadata"]["name"]] == []
+    app_namespace = kube.get(f"/api/v1/namespaces/{APP_NAMESPACE}")
+    assert PERMITTED_ANNOTATION in (app_namespace["metadata"].get("annotations") or {})
+
+
+def test_the_retired_stack_exports_only_the_applications(retired: Retired) -> None:
+    assert sorted(retired.stack.outputs()) == ["applications"]
+
+
+def test_a_second_up_changes_nothing(retired: Retired) -> None:
+    result = retired.stack.up("--expect-no-changes")
+    assert "unchanged" in result.output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known limitation (components/agent_retirement.py): `pulumi refresh` forgets the kept "
+    "DaemonSetPatch once its DaemonSet is gone, and the next `pulumi up` applies it again to a "
+    "namespace that no longer exists (measured: 'namespaces \"kiam\" not found', 5 retries)",
+)
+def test_a_refresh_after_retirement_leaves_up_a_no_op(retired: Retired) -> None:
+    retired.stack.run("refresh", "--stack", retired.stack.stack, "--yes")
+    retired.stack.up("--expect-no-changes")
+
+
+def test_retiring_while_kiam_serves_an_application_stops_the_cli(retired: Retired) -> None:
+    env = retired.env
+    config = {
+        **example_config("dev"),
+        "kiam:applications": {"search": {"namespace": APP_NAMESPACE, "roleName": "search-api"}},
+        "kiam:retire": True,
+    }
+    stack = env.stack("refused")
+    stack.create(write_stack_file(env.root / "stack-files" / "Pulumi.refused.yaml", config))
+    try:
+        result = stack.preview(check=False)
+        assert result.returncode != 0
+        message = (
+            "kiam:retire would remove kiam while it still serves kiam:applications.search "
+            "(servedBy kiam): move each to podIdentity or irsa first, one step at a time "
+            "(docs/leaving-kiam.md)"
+        )
+        assert message in result.output and "Traceback" not in result.output
+        assert [r["type"] for r in stack.resources()] in ([], ["pulumi:pulumi:Stack"])
+    finally:
+        stack.remove()
+
+
+def test_destroying_the_retired_stack_is_clean(bin_dir: Path, session_root: Path) -> None:
+    with fresh_environment(session_root, bin_dir, "retire-destroy") as env:
+        config = {**example_config("dev"), "kiam:applications": APPLICATION}
+        stack, _ = deploy(env, "dev", config)
+        stack.up()
+        set_settings(env, stack, {**config, "kiam:retire": True})
+        stack.up()
+        result = stack.destroy()
+        assert stack.resources() == []
+        # The kept patch is forgotten without touching the cluster; the annotation goes.
+        assert "kiam-agent-retirement" in result.output
+        namespace = env.kube.get(f"/api/v1/namespaces/{APP_NAMESPACE}")
+        assert PERMITTED_ANNOTATION not in (namespace["metadata"].get("annotations") or {})

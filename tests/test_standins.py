@@ -5,7 +5,7 @@ exactly the requested names and usages, and the cluster shape a stack expects.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pytest
@@ -15,9 +15,16 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from components.tls import TlsArgs, certificate_requests
 from contracts import names
+from contracts.pod_identity import ASSOCIATION_REPLACE_FIELDS
+from e2e.harness.app_pods import Workload, admitted_pod
+from e2e.harness.kube import Kube
 from e2e.harness.shape import UNTOLERATED_TAINT, shape_of
+from e2e.harness.watcher import Application, credentials
+from e2e.standins import pod_identity
 from e2e.standins.certificates import LocalAuthority, make_ca
+from e2e.standins.cloud import KwokCloud
 from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs, group_arguments
+from settings.applications import ServedBy
 from settings.loader import settings_from_values
 from settings.node_group import NodeGroupSettings
 from settings.stack import StackSettings
@@ -25,6 +32,7 @@ from settings.tls import TlsSettings
 from tests.conftest import base_config, example_config, run_component, run_program
 from tests.test_node_changes import CHANGES as NODE_CHANGES
 from tests.test_node_changes import NODE_GROUP
+from tools.kube_api import KubeApi
 from tools.mock_engine import Recording
 
 SUBNETS = [
@@ -263,3 +271,294 @@ def test_the_composition_needs_no_cloud_sdk() -> None:
         check=True,
     )
     assert done.stdout.strip() == "['pulumi_aws', 'pulumi_tls']"
+
+
+# --- EKS Pod Identity's stand-ins, the admission and the credential judge ------------------------
+
+APP_VALUES = {"namespace": "billing", "roleName": "billing-api"}
+ROLE_ARN = "arn:aws:iam::111122223333:role/kiam-apps/billing-api"
+BASE_ARN = "arn:aws:iam::111122223333:role/kiam-apps/"
+
+
+class FakeCluster:
+    """The few reads the stand-ins and the admission make, from a dict of objects by path."""
+
+    def __init__(self, objects: dict[str, Any]) -> None:
+        self.objects = objects
+
+    def get_or_none(self, path: str) -> Any:
+        return self.objects.get(path)
+
+    def get(self, path: str) -> Any:
+        return self.objects[path]
+
+    def items(self, path: str) -> list[dict[str, Any]]:
+        return list(self.objects.get(path, []))
+
+
+def _pod_identity_settings(**agent: Any) -> StackSettings:
+    values = {
+        "applications": {
+            "billing": {**APP_VALUES, "servedBy": "kiam+podIdentity", "serviceAccount": "api"}
+        },
+        "podIdentityAgent": agent,
+    }
+    return _settings(base_config(**values))
+
+
+def test_the_association_is_one_object_per_namespace_and_service_account(tmp_path: Path) -> None:
+    settings = _pod_identity_settings()
+    cloud = KwokCloud(settings, tmp_path)
+    app = settings.applications["billing"]
+    rec = run_component(
+        lambda: cloud.pod_identity_association(
+            "kiam-app-billing-pod-identity",
+            app,
+            ROLE_ARN,
+            pulumi.ResourceOptions(delete_before_replace=False),
+        )
+    )
+    (config_map,) = rec.registrations
+    assert (config_map.type, config_map.name) == (
+        "kubernetes:core/v1:ConfigMap",
+        "kiam-app-billing-pod-identity",
+    )
+    assert config_map.inputs["metadata"] == {
+        "name": "pod-identity.billing.api",
+        "namespace": "kube-system",
+        "labels": {"kiam.e2e/stand-in": "pod-identity-association"},
+    }
+    # The association's inputs under their pulumi-aws names.
+    assert config_map.inputs["data"] == {
+        "clusterName": settings.cluster.name,
+        "namespace": "billing",
+        "serviceAccount": "api",
+        "roleArn": ROLE_ARN,
+    }
+    assert config_map.delete_before_replace is False
+
+
+def test_the_pair_alone_names_the_association() -> None:
+    # The fields whose change replaces an association on AWS that a pair holds give a new name
+    # (the engine replaces it); a role ARN is not part of the name.
+    assert pod_identity.association_name("billing", "api") == "pod-identity.billing.api"
+    names = {
+        pod_identity.association_name(namespace, account)
+        for namespace in ("billing", "billing-api", "api")
+        for account in ("api", "billing", "api-billing")
+    }
+    assert len(names) == 9
+    assert set(ASSOCIATION_REPLACE_FIELDS) == {"clusterName", "namespace", "serviceAccount"}
+    assert set(ASSOCIATION_REPLACE_FIELDS) < set(
+        pod_identity.association_data("c", "n", "s", ROLE_ARN)
+    )
+
+
+def test_a_managed_agent_is_the_add_on_s_daemon_set_kept_when_unmanaged(tmp_path: Path) -> None:
+    settings = _pod_identity_settings(manageAddon=True, addonVersion="v1.3.4-eksbuild.1")
+    cloud = KwokCloud(settings, tmp_path, cast(KubeApi, FakeCluster({})))
+    rec = run_component(
+        lambda: cloud.pod_identity_agent("kiam-pod-identity-agent", pulumi.ResourceOptions())
+    )
+    (agent,) = rec.registrations
+    assert (agent.type, agent.name) == ("kubernetes:apps/v1:DaemonSet", "kiam-pod-identity-agent")
+    assert agent.inputs["metadata"]["name"] == "eks-pod-identity-agent"
+    assert agent.inputs["metadata"]["namespace"] == "kube-system"
+    template = agent.inputs["spec"]["template"]["spec"]
+    assert template["hostNetwork"] is True
+    assert template["tolerations"] == [{"operator": "Exists"}]
+    (container,) = template["containers"]
+    assert container["image"] == "eks/eks-pod-identity-agent:v1.3.4-eksbuild.1"
+    assert container["args"] == [
+        "--port", "80", "--cluster-name", settings.cluster.name, "--probe-port", "2703",
+    ]  # fmt: skip
+    # The add-on is preserved when the stack stops managing it.
+    assert agent.retain_on_delete is True
+
+
+def test_an_unmanaged_agent_is_looked_for_in_the_cluster(tmp_path: Path) -> None:
+    settings = _pod_identity_settings()
+    path = "/apis/apps/v1/namespaces/kube-system/daemonsets/eks-pod-identity-agent"
+    there = KwokCloud(settings, tmp_path, cast(KubeApi, FakeCluster({path: {"kind": "DaemonSet"}})))
+    assert there.pod_identity_agent("agent", pulumi.ResourceOptions()) is None
+    missing = KwokCloud(settings, tmp_path, cast(KubeApi, FakeCluster({})))
+    with pytest.raises(pulumi.RunError) as refused:
+        missing.pod_identity_agent("agent", pulumi.ResourceOptions())
+    assert str(refused.value) == (
+        f"cluster {settings.cluster.name} has no eks-pod-identity-agent add-on, which Pod "
+        "Identity needs on the nodes: install it, or set kiam:podIdentityAgent.manageAddon: true"
+    )
+
+
+ASSOCIATIONS = "/api/v1/namespaces/kube-system/configmaps?labelSelector=kiam.e2e/stand-in=pod-identity-association"
+
+
+def _association(namespace: str, account: str, role: str = ROLE_ARN) -> dict[str, Any]:
+    return {"data": pod_identity.association_data("dev", namespace, account, role)}
+
+
+@pytest.mark.parametrize(
+    ("objects", "env"),
+    [
+        ({}, {}),
+        (
+            {ASSOCIATIONS: [_association("billing", "api")]},
+            {
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://169.254.170.23/v1/credentials",
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": "/var/run/secrets/pods.eks.amazonaws.com/serviceaccount/eks-pod-identity-token",
+            },
+        ),
+        # Another pair's association wires nothing here.
+        ({ASSOCIATIONS: [_association("billing", "default")]}, {}),
+        (
+            {
+                "/api/v1/namespaces/billing/serviceaccounts/api": {
+                    "metadata": {"annotations": {"eks.amazonaws.com/role-arn": ROLE_ARN}}
+                }
+            },
+            {
+                "AWS_ROLE_ARN": ROLE_ARN,
+                "AWS_WEB_IDENTITY_TOKEN_FILE": "/var/run/secrets/eks.amazonaws.com/serviceaccount/token",
+            },
+        ),
+    ],
+)
+def test_a_pod_is_wired_by_what_exists_when_it_is_admitted(
+    objects: dict[str, Any], env: dict[str, str]
+) -> None:
+    workload = Workload(
+        app="billing", namespace="billing", service_account="api", role_annotation="billing-api"
+    )
+    pod = admitted_pod(cast(Kube, FakeCluster(objects)), workload, "billing-1-0")
+    (container,) = pod["spec"]["containers"]
+    assert {e["name"]: e["value"] for e in container.get("env", [])} == env
+    assert pod["spec"]["serviceAccountName"] == "api"
+    assert pod["metadata"]["annotations"] == {"iam.amazonaws.com/role": "billing-api"}
+    assert len(pod["spec"].get("volumes", [])) == (1 if env else 0)
+
+
+def _pod(
+    env: dict[str, str], annotation: str | None = None, account: str = "api"
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "p",
+            "namespace": "billing",
+            "annotations": {"iam.amazonaws.com/role": annotation} if annotation else {},
+        },
+        "spec": {
+            "serviceAccountName": account,
+            "containers": [
+                {"name": "app", "env": [{"name": k, "value": v} for k, v in env.items()]}
+            ],
+        },
+    }
+
+
+POD_IDENTITY_ENV = {
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://169.254.170.23/v1/credentials",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": "/t",
+}
+IRSA_ENV = {"AWS_ROLE_ARN": ROLE_ARN, "AWS_WEB_IDENTITY_TOKEN_FILE": "/t"}
+PERMITS = f"{BASE_ARN}billing-api"
+ASSOCIATED = {("billing", "api"): pod_identity.association_data("dev", "billing", "api", ROLE_ARN)}
+KIAM_ONLY = frozenset({ServedBy.KIAM})
+
+
+@pytest.mark.parametrize(
+    ("pod", "permitted", "associations", "agent", "states", "expected"),
+    [
+        (
+            _pod({}, "billing-api"),
+            PERMITS,
+            {},
+            False,
+            KIAM_ONLY,
+            ("kiam", True, "permitted by its namespace"),
+        ),
+        (
+            _pod({}, "billing-api"),
+            "",
+            {},
+            False,
+            KIAM_ONLY,
+            ("kiam", False, "its namespace does not permit the role"),
+        ),
+        (
+            _pod({}, "other"),
+            PERMITS,
+            {},
+            False,
+            KIAM_ONLY,
+            ("kiam", False, f"annotated for {BASE_ARN}other"),
+        ),
+        # Pod Identity wins over kiam: the chain reaches the metadata API last.
+        (
+            _pod(POD_IDENTITY_ENV, "billing-api"),
+            PERMITS,
+            ASSOCIATED,
+            True,
+            KIAM_ONLY,
+            ("podIdentity", True, f"associated to {ROLE_ARN}"),
+        ),
+        (
+            _pod(POD_IDENTITY_ENV, "billing-api"),
+            PERMITS,
+            {},
+            True,
+            KIAM_ONLY,
+            ("podIdentity", False, "no association for api"),
+        ),
+        (
+            _pod(POD_IDENTITY_ENV, account="default"),
+            PERMITS,
+            ASSOCIATED,
+            True,
+            KIAM_ONLY,
+            ("podIdentity", False, "no association for default"),
+        ),
+        (
+            _pod(POD_IDENTITY_ENV),
+            "",
+            ASSOCIATED,
+            False,
+            KIAM_ONLY,
+            ("podIdentity", False, "no eks-pod-identity-agent"),
+        ),
+        (
+            _pod(IRSA_ENV, "billing-api"),
+            PERMITS,
+            {},
+            False,
+            frozenset({ServedBy.KIAM_AND_IRSA}),
+            ("irsa", True, "web identity, trusted"),
+        ),
+        (
+            _pod(IRSA_ENV, "billing-api"),
+            PERMITS,
+            {},
+            False,
+            KIAM_ONLY,
+            ("irsa", False, "the role does not trust the service account"),
+        ),
+        (
+            _pod({}),
+            PERMITS,
+            ASSOCIATED,
+            True,
+            KIAM_ONLY,
+            ("none", False, "no wiring and no kiam annotation"),
+        ),
+    ],
+)
+def test_a_pod_s_credentials_are_the_first_source_its_sdk_finds(
+    pod: dict[str, Any],
+    permitted: str,
+    associations: dict[tuple[str, str], dict[str, Any]],
+    agent: bool,
+    states: frozenset[ServedBy],
+    expected: tuple[str, bool, str],
+) -> None:
+    app = Application("billing", "billing", ROLE_ARN, BASE_ARN)
+    found = credentials(pod, app, permitted, associations, agent, states)
+    assert (found.source, found.works, found.why) == expected

@@ -17,8 +17,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.labels import selector_labels
+from contracts import credential_env
+from contracts.kiam import permits, resolve
+from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION, selector_labels
+from contracts.pod_identity import AGENT_ADDON
 from e2e.harness.kube import Kube, is_ready, selector
+from e2e.standins import pod_identity
+from settings.applications import ServedBy
 
 PERIOD_SECONDS = 0.5
 
@@ -243,3 +248,190 @@ def _ready_endpoints(slices: list[dict[str, Any]]) -> int:
 def _labelled(obj: dict[str, Any], labels: dict[str, str]) -> bool:
     have = obj["metadata"].get("labels") or {}
     return all(have.get(k) == v for k, v in labels.items())
+
+
+# --- where each application pod gets its credentials --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Application:
+    """What the credential judge needs of one application: its pods (by the harness's label), its
+    role, and kiam's role base ARN (to resolve the pods' kiam annotation)."""
+
+    app: str
+    namespace: str
+    role_arn: str
+    role_base_arn: str
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """One pod's credential source, as an SDK in it would find it, and whether it works."""
+
+    source: str
+    """`irsa`, `podIdentity`, `kiam` or `none`: the first the SDK's chain finds configured."""
+    works: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class CredentialSample:
+    """Every application pod's credentials at one moment."""
+
+    t: float
+    pods: dict[str, Credentials]
+    """`<app>/<pod>` -> its credentials."""
+
+
+def credentials(
+    pod: dict[str, Any],
+    app: Application,
+    permitted: str,
+    associations: dict[tuple[str, str], dict[str, Any]],
+    agent_running: bool,
+    states: frozenset[ServedBy],
+) -> Credentials:
+    """Where the SDK in `pod` gets credentials, given the live cluster and the states the
+    application's IAM trust is in (`states`: the role's trust is IAM, which the stand-ins do not
+    create, so during a `pulumi up` it is either state's).
+
+    The chain (contracts/credential_env.py): web identity (IRSA) first, then container
+    credentials (Pod Identity), then the instance metadata API, which kiam intercepts. An SDK
+    whose configured step fails does not fall back to a later one."""
+    containers = pod["spec"]["containers"]
+    env = {e["name"]: e.get("value", "") for c in containers for e in c.get("env") or []}
+    if credential_env.has_web_identity(env):
+        if env[credential_env.ROLE_ARN] != app.role_arn:
+            return Credentials("irsa", False, f"web identity for {env[credential_env.ROLE_ARN]}")
+        if not any(state.irsa for state in states):
+            return Credentials("irsa", False, "the role does not trust the service account")
+        return Credentials("irsa", True, "web identity, trusted")
+    if credential_env.has_pod_identity(env):
+        account = pod["spec"].get("serviceAccountName") or "default"
+        association = associations.get((pod["metadata"]["namespace"], account))
+        if association is None:
+            return Credentials("podIdentity", False, f"no association for {account}")
+        if association["roleArn"] != app.role_arn:
+            return Credentials("podIdentity", False, f"associated to {association['roleArn']}")
+        if not agent_running:
+            return Credentials("podIdentity", False, f"no {AGENT_ADDON}")
+        return Credentials("podIdentity", True, f"associated to {association['roleArn']}")
+    annotation = (pod["metadata"].get("annotations") or {}).get(ROLE_ANNOTATION)
+    if annotation:
+        arn = resolve(annotation, app.role_base_arn)
+        if arn != app.role_arn:
+            return Credentials("kiam", False, f"annotated for {arn}")
+        if not permits(permitted, arn):
+            return Credentials("kiam", False, "its namespace does not permit the role")
+        return Credentials("kiam", True, "permitted by its namespace")
+    return Credentials("none", False, "no wiring and no kiam annotation")
+
+
+@dataclass
+class CredentialWatcher:
+    """Samples every application pod's credentials in a background thread, and after every change
+    the API server reports for the application namespaces' pods and for the association
+    stand-ins: a window shorter than a sample is still seen."""
+
+    kube: Kube
+    applications: list[Application]
+    states: dict[str, frozenset[ServedBy]]
+    """Application -> the states its trust is in while this watcher runs."""
+    samples: list[CredentialSample] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._start = time.monotonic()
+        namespaces = sorted({a.namespace for a in self.applications})
+        self._threads = [threading.Thread(target=self._run, daemon=True)] + [
+            threading.Thread(target=self._stream, args=(path,), daemon=True)
+            for path in [
+                *(f"/api/v1/namespaces/{n}/pods" for n in namespaces),
+                f"/api/v1/namespaces/{pod_identity.NAMESPACE}/configmaps"
+                f"?labelSelector={pod_identity.ASSOCIATION_SELECTOR}",
+            ]
+        ]
+        self._listed = 0
+
+    def now(self) -> float:
+        return time.monotonic() - self._start
+
+    def sample(self) -> CredentialSample:
+        t = self.now()
+        associations = pod_identity.associations(self.kube)
+        agent_running = pod_identity.agent_in_cluster(self.kube)
+        pods: dict[str, Credentials] = {}
+        for app in self.applications:
+            namespace = self.kube.get(f"/api/v1/namespaces/{app.namespace}")
+            permitted = (namespace["metadata"].get("annotations") or {}).get(
+                PERMITTED_ANNOTATION, ""
+            )
+            for pod in self.kube.items(
+                f"/api/v1/namespaces/{app.namespace}/pods?labelSelector=kiam.e2e/app={app.app}"
+            ):
+                if pod["metadata"].get("deletionTimestamp"):
+                    continue  # going: its SDK is no longer asked
+                pods[f"{app.app}/{pod['metadata']['name']}"] = credentials(
+                    pod, app, permitted, associations, agent_running, self.states[app.app]
+                )
+        return CredentialSample(t=t, pods=pods)
+
+    def _record(self) -> None:
+        try:
+            self.samples.append(self.sample())
+        except Exception as error:  # a failed sample is recorded, never silently skipped
+            self.errors.append(f"{self.now():.1f}s: {error}")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            began = time.monotonic()
+            self._record()
+            self._stop.wait(max(0.0, PERIOD_SECONDS - (time.monotonic() - began)))
+
+    def _stream(self, path: str) -> None:
+        try:
+            for kind, _ in self.kube.watch(path, self._stop):
+                if kind == "LISTED":
+                    self._listed += 1
+                elif self._listed >= len(self._threads) - 1:
+                    # Read the whole picture right after the change.
+                    self._record()
+        except Exception as error:
+            if not self._stop.is_set():
+                self.errors.append(f"{self.now():.1f}s: {path} watch: {error}")
+
+    @contextmanager
+    def running(self) -> Iterator[CredentialWatcher]:
+        for thread in self._threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while (self._listed < len(self._threads) - 1 or not self.samples) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            for thread in self._threads:
+                thread.join(timeout=15)
+            self._record()
+
+    def without_source(self) -> dict[str, list[tuple[float, str, str]]]:
+        """Pod -> every (time, source, why) it had no working credential source."""
+        found: dict[str, list[tuple[float, str, str]]] = {}
+        for s in sorted(self.samples, key=lambda s: s.t):
+            for pod, c in s.pods.items():
+                if not c.works:
+                    found.setdefault(pod, []).append((s.t, c.source, c.why))
+        return found
+
+    def sources(self) -> dict[str, set[str]]:
+        """Pod -> every working source it was seen with."""
+        seen: dict[str, set[str]] = {}
+        for s in self.samples:
+            for pod, c in s.pods.items():
+                if c.works:
+                    seen.setdefault(pod, set()).add(c.source)
+        return seen

@@ -19,6 +19,7 @@ from e2e.standins.cloud import KwokCloud
 from program.kubernetes import kubernetes_provider
 from program.stack import build, export_outputs
 from settings import SettingsError, load_settings
+from tools.kube_api import KubeApi
 
 try:
     settings = load_settings()
@@ -26,5 +27,7 @@ except SettingsError as error:
     raise pulumi.RunError(str(error)) from None
 
 provider = kubernetes_provider(settings, os.environ["KIAM_E2E_KUBECONFIG"])
-cloud: CloudSide = KwokCloud(settings, Path(os.environ["KIAM_E2E_STATE"]))
+# The stand-ins read the cluster where AWS would be asked (is the Pod Identity agent there?).
+kubeconfig = Path(os.environ["KIAM_E2E_KUBECONFIG"])
+cloud: CloudSide = KwokCloud(settings, Path(os.environ["KIAM_E2E_STATE"]), KubeApi(kubeconfig))
 export_outputs(build(settings, cloud, [provider]), settings)

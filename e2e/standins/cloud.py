@@ -1,4 +1,5 @@
-"""The cloud side of the real-engine tests: kwok nodes, computed IAM ARNs, a local CA."""
+"""The cloud side of the real-engine tests: kwok nodes, computed IAM ARNs, a local CA, and EKS Pod
+Identity's association and agent add-on as objects of the control plane."""
 
 from __future__ import annotations
 
@@ -7,19 +8,27 @@ from pathlib import Path
 import pulumi
 
 from components.cloud import KiamRoles
+from contracts.pod_identity import AGENT_ADDON
+from e2e.standins import pod_identity
 from e2e.standins.certificates import LocalAuthority
 from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs
 from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
 from settings.applications import ApplicationSettings
 from settings.stack import StackSettings
+from tools.kube_api import KubeApi
 
 
 class KwokCloud:
-    """`CloudSide` on a kwok-backed control plane; only the node group creates resources."""
+    """`CloudSide` on a kwok-backed control plane: the node group, and Pod Identity's association
+    and add-on, create resources; `cluster` is the control plane they run on (None under the mock
+    engine, which has no cluster to check the add-on in)."""
 
-    def __init__(self, settings: StackSettings, state_dir: Path) -> None:
+    def __init__(
+        self, settings: StackSettings, state_dir: Path, cluster: KubeApi | None = None
+    ) -> None:
         self.settings = settings
         self.certificate_authority = LocalAuthority(state_dir / "certificates")
+        self.cluster = cluster
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> ComputedRoles:
         return ComputedRoles.of(name, self.settings)
@@ -47,8 +56,6 @@ class KwokCloud:
     ) -> ComputedApplicationRole:
         return ComputedApplicationRole.of(settings, self.settings, roles.role_base_arn)
 
-    # Placeholders that keep `KwokCloud` a `CloudSide` (components/cloud.py); the stand-ins of the
-    # association and the add-on replace them (e2e/standins, their own helper).
     def pod_identity_association(
         self,
         name: str,
@@ -56,7 +63,31 @@ class KwokCloud:
         role_arn: pulumi.Input[str],
         opts: pulumi.ResourceOptions,
     ) -> pulumi.Resource:
-        return pulumi.ComponentResource("kiam:e2e:PodIdentityAssociation", name, None, opts)
+        if settings.service_account is None:  # the settings refuse Pod Identity without one
+            raise ValueError(f"application role {settings.role_name} has no serviceAccount")
+        return pod_identity.association(
+            name,
+            self.settings.cluster.name,
+            settings.namespace,
+            settings.service_account,
+            role_arn,
+            opts,
+        )
 
     def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource | None:
+        agent = self.settings.pod_identity_agent
+        if agent.manage_addon:
+            return pod_identity.agent_daemon_set(
+                name, self.settings.cluster.name, agent.addon_version, opts
+            )
+        if self.cluster is not None and not pod_identity.agent_in_cluster(self.cluster):
+            raise pulumi.RunError(missing_agent_message(self.settings.cluster.name))
         return None
+
+
+def missing_agent_message(cluster: str) -> str:
+    """Why the program stops when an application needs the agent and the cluster lacks it."""
+    return (
+        f"cluster {cluster} has no {AGENT_ADDON} add-on, which Pod Identity needs "
+        "on the nodes: install it, or set kiam:podIdentityAgent.manageAddon: true"
+    )

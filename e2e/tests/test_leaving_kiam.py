@@ -1,0 +1,420 @@
+"""The way out of kiam, live (issue 18): applications moved state by state with `pulumi up` on a
+real control plane, Pod Identity's association and agent through their stand-ins, the pods
+created as EKS admits them at that moment (`e2e/harness/app_pods.py`), and every up and every
+pod roll watched: at every sample, and after every change the API server reports to the
+applications' pods or to the associations, each application pod has a credential source that
+works in its application's state (`e2e/harness/watcher.py`, `CredentialWatcher`).
+
+- billing, to Pod Identity and back: kiam -> kiam+podIdentity -> (pods recreated: they get Pod
+  Identity) -> podIdentity -> (pods recreated without the kiam annotation) -> kiam+podIdentity ->
+  (pods recreated on a service account without the association, with the kiam annotation: a pod
+  created while an association names its service account always gets Pod Identity, whose
+  credentials end with the association) -> kiam.
+- search, to IRSA: kiam -> kiam+irsa -> (service account annotated as the stack output says, pods
+  recreated: they get web identity) -> irsa.
+- legacy, the hazard: kiam -> kiam+podIdentity -> podIdentity with its old pods still running.
+  The watcher must catch exactly those pods, from the moment their namespace stops admitting the
+  role, and nothing else; recreating them recovers. A negative test of the watcher, not of the
+  program (the program cannot see pods).
+
+Each state change's `pulumi preview --diff` is a golden file (`e2e/golden/leaving-*.txt`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from contracts.labels import IRSA_ANNOTATION, PERMITTED_ANNOTATION
+from contracts.pod_identity import AGENT_ADDON
+from e2e.harness import app_pods
+from e2e.harness.app_pods import Workload
+from e2e.harness.environment import Environment
+from e2e.harness.golden import check_golden, normalise
+from e2e.harness.pulumi import PulumiStack, Result
+from e2e.harness.watcher import Application, CredentialWatcher
+from e2e.standins import pod_identity
+from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
+from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_settings
+from settings.applications import ServedBy
+from settings.loader import settings_from_values
+
+REPLICAS = 2
+APPS: dict[str, dict[str, Any]] = {
+    "billing": {"namespace": "billing", "roleName": "billing-api"},
+    "search": {"namespace": "search", "roleName": "search-api"},
+    "legacy": {"namespace": "legacy", "roleName": "legacy-api"},
+}
+ACCOUNTS = {"billing": "api", "search": "indexer", "legacy": "worker"}
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+FOREIGN_ROLE = "arn:aws:iam::111122223333:role/kiam-apps/someone-else"
+PATCH = "kubernetes:core/v1:NamespacePatch"
+
+
+def config(states: dict[str, ServedBy]) -> dict[str, Any]:
+    apps = {}
+    for app, values in APPS.items():
+        state = states[app]
+        apps[app] = {**values, "servedBy": state.value}
+        if state.successor:
+            apps[app]["serviceAccount"] = ACCOUNTS[app]
+    return {
+        **example_config("dev"),
+        "kiam:applications": apps,
+        "kiam:podIdentityAgent": {"manageAddon": True, "addonVersion": "v1.3.4-eksbuild.1"},
+    }
+
+
+@dataclass
+class Step:
+    """One watched change: a `pulumi up` or a roll of pods."""
+
+    label: str
+    states: dict[str, frozenset[ServedBy]]
+    without_source: dict[str, list[tuple[float, str, str]]]
+    sources: dict[str, set[str]]
+    samples: int
+    errors: list[str]
+    steps: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+@dataclass
+class Story:
+    steps: list[Step] = field(default_factory=list)
+    associations: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
+    permitted: dict[str, dict[str, str]] = field(default_factory=dict)
+    agent_pods: int = 0
+    nodes: int = 0
+    collision: Result | None = None
+    after_collision: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    def step(self, label: str) -> Step:
+        return next(s for s in self.steps if s.label == label)
+
+
+class Scenario:
+    """The stack, the applications' workloads and the watchers around every change."""
+
+    def __init__(self, env: Environment, stack: PulumiStack, update_golden: bool) -> None:
+        self.env, self.stack, self.update_golden = env, stack, update_golden
+        self.states = {app: ServedBy.KIAM for app in APPS}
+        self.generation = {app: 0 for app in APPS}
+        self.story = Story()
+        settings = settings_from_values(
+            {k.removeprefix("kiam:"): v for k, v in config(self.states).items()}, "leaving"
+        )
+        base = ComputedRoles.of("kiam", settings).role_base_arn
+        self.roles = {
+            app: ComputedApplicationRole.of(s, settings, base)
+            for app, s in settings.applications.items()
+        }
+        self.applications = [
+            Application(app, APPS[app]["namespace"], self.roles[app].role_arn, base) for app in APPS
+        ]
+
+    @contextmanager
+    def watched(self, label: str, states: dict[str, frozenset[ServedBy]]) -> Iterator[Step]:
+        watcher = CredentialWatcher(self.env.kube, self.applications, states)
+        step = Step(label, states, {}, {}, 0, [])
+        with watcher.running():
+            yield step
+        step.without_source = watcher.without_source()
+        step.sources = watcher.sources()
+        step.samples = len(watcher.samples)
+        step.errors = watcher.errors
+        self.story.steps.append(step)
+
+    def move(self, app: str, to: ServedBy, golden: str) -> None:
+        """One `pulumi up` moving `app` to `to`, previewed (golden) and watched."""
+        before = dict(self.states)
+        self.states[app] = to
+        set_settings(self.env, self.stack, config(self.states))
+        diff = normalise(self.stack.preview("--diff", "--parallel", "1").output)
+        steps = changes(self.stack.preview("--json").stdout)
+        check_golden(golden, diff, self.update_golden)
+        in_force = {a: frozenset({before[a], self.states[a]}) for a in APPS}
+        with self.watched(f"{app}: {before[app].value} -> {to.value}", in_force) as step:
+            self.stack.up()
+        step.steps = steps
+        self.record(step.label)
+
+    def roll(self, app: str, *, kiam_annotation: bool, service_account: str) -> None:
+        """Recreate `app`'s pods from its template as it is now, watched."""
+        self.generation[app] += 1
+        workload = Workload(
+            app=app,
+            namespace=APPS[app]["namespace"],
+            service_account=service_account,
+            role_annotation=(
+                next(iter(self.roles[app].pod_annotation.values())) if kiam_annotation else None
+            ),
+        )
+        in_force = {a: frozenset({self.states[a]}) for a in APPS}
+        with self.watched(f"{app}: pods recreated ({self.generation[app]})", in_force):
+            app_pods.roll(self.env.kube, workload, self.generation[app], REPLICAS)
+
+    def record(self, label: str) -> None:
+        kube = self.env.kube
+        self.story.associations[label] = pod_identity.associations(kube)
+        self.story.permitted[label] = {
+            app: (
+                kube.get(f"/api/v1/namespaces/{values['namespace']}")["metadata"].get("annotations")
+                or {}
+            ).get(PERMITTED_ANNOTATION, "")
+            for app, values in APPS.items()
+        }
+
+
+@pytest.fixture(scope="module")
+def story(env: Environment, request: pytest.FixtureRequest) -> Iterator[Story]:
+    update = bool(request.config.getoption("--update-golden"))
+    stack, _ = deploy(env, "leaving", config({app: ServedBy.KIAM for app in APPS}))
+    scenario = Scenario(env, stack, update)
+    stack.up()
+    kube = env.kube
+    for app in APPS:
+        app_pods.service_account(kube, APPS[app]["namespace"], ACCOUNTS[app])
+    # Each application's pods as they run under kiam: its service account, the kiam annotation.
+    for app in APPS:
+        scenario.roll(app, kiam_annotation=True, service_account=ACCOUNTS[app])
+
+    # billing, to Pod Identity and back.
+    scenario.move(
+        "billing", ServedBy.KIAM_AND_POD_IDENTITY, "leaving-1-kiam-to-kiam+podIdentity.txt"
+    )
+    scenario.roll("billing", kiam_annotation=True, service_account=ACCOUNTS["billing"])
+    scenario.move("billing", ServedBy.POD_IDENTITY, "leaving-2-kiam+podIdentity-to-podIdentity.txt")
+    scenario.roll("billing", kiam_annotation=False, service_account=ACCOUNTS["billing"])
+    scenario.move(
+        "billing", ServedBy.KIAM_AND_POD_IDENTITY, "leaving-3-podIdentity-to-kiam+podIdentity.txt"
+    )
+    scenario.roll("billing", kiam_annotation=True, service_account="default")
+    scenario.move("billing", ServedBy.KIAM, "leaving-4-kiam+podIdentity-to-kiam.txt")
+
+    # search, to IRSA: the service account annotated as the stack output says.
+    scenario.move("search", ServedBy.KIAM_AND_IRSA, "leaving-5-kiam-to-kiam+irsa.txt")
+    outputs = stack.outputs()["applications"]["search"]
+    annotation = outputs["serviceAccount"]["annotations"]
+    assert annotation == {IRSA_ANNOTATION: outputs["roleArn"]}
+    app_pods.service_account(kube, APPS["search"]["namespace"], ACCOUNTS["search"], annotation)
+    scenario.roll("search", kiam_annotation=True, service_account=ACCOUNTS["search"])
+    scenario.move("search", ServedBy.IRSA, "leaving-6-kiam+irsa-to-irsa.txt")
+
+    # legacy, the hazard: the moving state's pods never recreated.
+    scenario.move(
+        "legacy", ServedBy.KIAM_AND_POD_IDENTITY, "leaving-7-hazard-kiam-to-kiam+podIdentity.txt"
+    )
+    scenario.move("legacy", ServedBy.POD_IDENTITY, "leaving-8-hazard-skipped-recreate.txt")
+    scenario.roll("legacy", kiam_annotation=False, service_account=ACCOUNTS["legacy"])
+
+    # An association made outside the stack for billing's pair: AWS refuses a second one
+    # (ResourceInUseException); so must the stand-in, and the outside one must stay as it was.
+    foreign_name = pod_identity.association_name("billing", ACCOUNTS["billing"])
+    foreign: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": foreign_name,
+            "namespace": pod_identity.NAMESPACE,
+            "labels": pod_identity.ASSOCIATION_LABEL,
+        },
+        "data": pod_identity.association_data("dev", "billing", ACCOUNTS["billing"], FOREIGN_ROLE),
+    }
+    kube.apply([foreign])
+    states = {**scenario.states, "billing": ServedBy.KIAM_AND_POD_IDENTITY}
+    set_settings(env, stack, config(states))
+    scenario.story.collision = stack.up(check=False)
+    scenario.story.after_collision = pod_identity.associations(kube)
+    kube.kubectl("delete", "configmap", "-n", pod_identity.NAMESPACE, foreign_name)
+    set_settings(env, stack, config(scenario.states))
+    stack.up()
+
+    story = scenario.story
+    agents = kube.items(
+        f"/api/v1/namespaces/{pod_identity.NAMESPACE}/pods"
+        f"?labelSelector=app.kubernetes.io/name={AGENT_ADDON}"
+    )
+    story.agent_pods = len(agents)
+    story.nodes = len(kube.items("/api/v1/nodes"))
+    for step in story.steps:
+        REPORT.append(
+            f"leaving kiam, {step.label}: {step.samples} samples, "
+            f"{len(step.without_source)} pods ever without a working source"
+        )
+    yield story
+    stack.destroy()
+    stack.remove()
+
+
+MOVES = [
+    "billing: kiam -> kiam+podIdentity",
+    "billing: kiam+podIdentity -> podIdentity",
+    "billing: podIdentity -> kiam+podIdentity",
+    "billing: kiam+podIdentity -> kiam",
+    "search: kiam -> kiam+irsa",
+    "search: kiam+irsa -> irsa",
+    "legacy: kiam -> kiam+podIdentity",
+]
+
+
+@pytest.mark.parametrize("label", MOVES)
+def test_no_application_pod_is_ever_without_a_working_source(story: Story, label: str) -> None:
+    step = story.step(label)
+    assert step.errors == []
+    assert step.samples >= 3
+    assert step.without_source == {}
+
+
+def test_no_pod_roll_but_the_hazard_leaves_a_pod_without_a_source(story: Story) -> None:
+    rolls = [s for s in story.steps if "pods recreated" in s.label]
+    # Each application's first pods, billing's three recreations, search's, legacy's recovery.
+    assert len(rolls) == 3 + 3 + 1 + 1
+    for step in rolls:
+        if step.label == "legacy: pods recreated (2)":
+            continue  # the recovery: the stranded pods run until the new ones are Ready
+        assert step.errors == [], step.label
+        assert step.without_source == {}, step.label
+
+
+def test_each_move_changes_exactly_what_its_state_needs(story: Story) -> None:
+    billing_association = (CONFIG_MAP, "kiam-app-billing-pod-identity")
+    assert story.step("billing: kiam -> kiam+podIdentity").steps == {
+        billing_association: "create",
+        ("kubernetes:apps/v1:DaemonSet", "kiam-pod-identity-agent"): "create",
+    }
+    assert story.step("billing: kiam+podIdentity -> podIdentity").steps == {
+        (PATCH, "kiam-permissions-billing"): "delete",
+    }
+    assert story.step("billing: podIdentity -> kiam+podIdentity").steps == {
+        (PATCH, "kiam-permissions-billing"): "create",
+    }
+    assert story.step("billing: kiam+podIdentity -> kiam").steps == {
+        billing_association: "delete",
+        ("kubernetes:apps/v1:DaemonSet", "kiam-pod-identity-agent"): "delete",
+    }
+    # IRSA needs nothing in the cluster from the stack: the trust is IAM's (computed here).
+    assert story.step("search: kiam -> kiam+irsa").steps == {}
+    assert story.step("search: kiam+irsa -> irsa").steps == {
+        (PATCH, "kiam-permissions-search"): "delete",
+    }
+
+
+def test_the_association_exists_exactly_while_pod_identity_serves(story: Story) -> None:
+    billing = ("billing", "api")
+    expected_billing = {
+        "billing: kiam -> kiam+podIdentity": True,
+        "billing: kiam+podIdentity -> podIdentity": True,
+        "billing: podIdentity -> kiam+podIdentity": True,
+        "billing: kiam+podIdentity -> kiam": False,
+    }
+    for label, present in expected_billing.items():
+        assert (billing in story.associations[label]) is present, label
+    data = story.associations["billing: kiam -> kiam+podIdentity"][billing]
+    assert data == {
+        "clusterName": "dev",
+        "namespace": "billing",
+        "serviceAccount": "api",
+        "roleArn": "arn:aws:iam::111122223333:role/kiam-apps/billing-api",
+    }
+    assert set(story.associations["legacy: kiam+podIdentity -> podIdentity"]) == {
+        ("legacy", "worker")
+    }
+
+
+def test_the_namespace_admits_the_role_exactly_while_kiam_serves(story: Story) -> None:
+    assert story.permitted["billing: kiam+podIdentity -> podIdentity"]["billing"] == ""
+    assert "billing-api" in story.permitted["billing: podIdentity -> kiam+podIdentity"]["billing"]
+    assert "billing-api" in story.permitted["billing: kiam+podIdentity -> kiam"]["billing"]
+    assert story.permitted["search: kiam+irsa -> irsa"]["search"] == ""
+    assert "search-api" in story.permitted["search: kiam -> kiam+irsa"]["search"]
+
+
+def test_recreated_pods_take_the_successor_and_keep_it(story: Story) -> None:
+    # Pods created after the association: Pod Identity; after the annotation: web identity.
+    rolled = story.step("billing: pods recreated (2)").sources
+    assert {p: s for p, s in rolled.items() if p.startswith("billing/billing-2")} == {
+        f"billing/billing-2-{i}": {"podIdentity"} for i in range(REPLICAS)
+    }
+    after_move = story.step("billing: kiam+podIdentity -> podIdentity").sources
+    assert {p: s for p, s in after_move.items() if p.startswith("billing/")} == {
+        f"billing/billing-2-{i}": {"podIdentity"} for i in range(REPLICAS)
+    }
+    irsa = story.step("search: kiam+irsa -> irsa").sources
+    assert {p: s for p, s in irsa.items() if p.startswith("search/")} == {
+        f"search/search-2-{i}": {"irsa"} for i in range(REPLICAS)
+    }
+    back = story.step("billing: kiam+podIdentity -> kiam").sources
+    assert {p: s for p, s in back.items() if p.startswith("billing/")} == {
+        f"billing/billing-4-{i}": {"kiam"} for i in range(REPLICAS)
+    }
+
+
+def test_the_watcher_catches_exactly_the_pods_a_skipped_recreate_strands(story: Story) -> None:
+    step = story.step("legacy: kiam+podIdentity -> podIdentity")
+    stranded = {f"legacy/legacy-1-{i}" for i in range(REPLICAS)}
+    assert set(step.without_source) == stranded
+    for pod in stranded:
+        reasons = {(source, why) for _, source, why in step.without_source[pod]}
+        assert reasons == {("kiam", "its namespace does not permit the role")}
+    # Before the namespace lost the role, the same pods were served by kiam.
+    assert all("kiam" in step.sources[pod] for pod in stranded)
+    # Recreating them recovers: the new pods get Pod Identity, the stranded ones go.
+    recovered = story.step("legacy: pods recreated (2)")
+    assert {p for p in recovered.without_source} <= stranded
+    assert {p: s for p, s in recovered.sources.items() if p.startswith("legacy/legacy-2")} == {
+        f"legacy/legacy-2-{i}": {"podIdentity"} for i in range(REPLICAS)
+    }
+
+
+def test_the_managed_agent_runs_on_every_node(story: Story) -> None:
+    # Its DaemonSet stays (the add-on's `preserve`) once billing moved back; legacy needs it.
+    assert story.agent_pods == story.nodes
+
+
+def test_an_unmanaged_agent_must_be_in_the_cluster(env: Environment, story: Story) -> None:
+    """With `manageAddon: false` the stack only checks the add-on is there: a preview without it
+    stops with the message, and passes once it is installed (here, as the add-on leaves it)."""
+    kube = env.kube
+    agent = kube.get(pod_identity.agent_path())
+    kube.kubectl("delete", "daemonset", "-n", pod_identity.NAMESPACE, AGENT_ADDON)
+    unmanaged = {
+        **config(
+            {**{app: ServedBy.KIAM for app in APPS}, "billing": ServedBy.KIAM_AND_POD_IDENTITY}
+        ),
+        "kiam:podIdentityAgent": {"manageAddon": False},
+    }
+    stack, _ = deploy(env, "unmanaged", unmanaged)
+    try:
+        refused = stack.preview(check=False)
+        kube.apply(
+            [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "metadata": {"name": AGENT_ADDON, "namespace": pod_identity.NAMESPACE},
+                    "spec": agent["spec"],
+                }
+            ]
+        )
+        accepted = stack.preview(check=False)
+    finally:
+        stack.remove()
+    assert refused.returncode != 0
+    assert (
+        "cluster dev has no eks-pod-identity-agent add-on, which Pod Identity needs on the "
+        "nodes: install it, or set kiam:podIdentityAgent.manageAddon: true"
+    ) in refused.output
+    assert accepted.returncode == 0, accepted.output
+
+
+def test_a_second_association_for_a_pair_is_refused_and_the_first_kept(story: Story) -> None:
+    assert story.collision is not None and story.collision.returncode != 0
+    output = story.collision.output
+    assert "kiam-app-billing-pod-identity" in output
+    # pulumi-kubernetes 4.25 applies server-side: the outside owner's field refuses the create.
+    assert 'conflict with "kubectl-client-side-apply" using v1: .data.roleArn' in output
+    assert story.after_collision[("billing", "api")]["roleArn"] == FOREIGN_ROLE

@@ -94,7 +94,7 @@ def test_a_certificate_issued_outside_the_stack_is_judged_itself(
         early_renewal_hours=1,
     )
     short, _ = make_leaf(request, ca_cert, ca_key)
-    agent = next(r for r in production if r.type == DAEMON_SET)
+    agent = next(r for r in production if r.type == DAEMON_SET and r.name == "kiam-agent")
     assert check_all(with_server_certificate(production, short), PRODUCTION) == [
         Violation(
             "server-certificate",

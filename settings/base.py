@@ -40,6 +40,11 @@ _DURATION = re.compile(r"^(\d+(h|m|s))+$")
 _UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
 
 
+def is_duration(value: str) -> bool:
+    """A Go duration of whole hours, minutes and seconds (`0s` included)."""
+    return bool(_DURATION.match(value))
+
+
 def duration_seconds(value: str) -> int:
     """Seconds in a Go duration string as kiam's flags take it (`1h`, `30m`, `1m30s`)."""
     return sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))

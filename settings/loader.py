@@ -23,15 +23,20 @@ STACK_CONFIG_DIR = "stacks"
 _RAW_STRING_KEYS = frozenset({"kubeconfig"})
 
 
+def problems_message(source: str, what: str, problems: list[str]) -> str:
+    """`<file>: invalid <what> (N problems):` and one line per problem, as users read it."""
+    noun = "problem" if len(problems) == 1 else "problems"
+    lines = "\n".join(f"  - {p}" for p in problems)
+    return f"{source}: invalid {what} ({len(problems)} {noun}):\n{lines}"
+
+
 class SettingsError(Exception):
     """Stack settings that cannot be used; the message is meant for the user as it is."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
         self.source = source
         self.problems = problems
-        noun = "problem" if len(problems) == 1 else "problems"
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"{source}: invalid kiam settings ({len(problems)} {noun}):\n{lines}")
+        super().__init__(problems_message(source, "kiam settings", problems))
 
 
 def stack_file_for(stack: str) -> str:

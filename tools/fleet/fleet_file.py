@@ -3,7 +3,6 @@ every mistake becomes one `FleetFileError` naming the file, the key path and wha
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -11,10 +10,11 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from settings.base import duration_seconds, is_duration, matching
+from settings.loader import problems_message
+
 DEFAULT_FLEET_FILE = Path("fleet.yaml")
 DEFAULT_STATE_FILE = Path(".fleet/rollout-state.json")
-
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
 class FleetFileError(Exception):
@@ -23,18 +23,14 @@ class FleetFileError(Exception):
     def __init__(self, source: str, problems: list[str]) -> None:
         self.source = source
         self.problems = problems
-        noun = "problem" if len(problems) == 1 else "problems"
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"{source}: invalid fleet file ({len(problems)} {noun}):\n{lines}")
+        super().__init__(problems_message(source, "fleet file", problems))
 
 
 def seconds_of(value: str) -> int:
     """Seconds in a duration such as `90s`, `5m`, `1h30m` (`0s`: none)."""
-    match = _DURATION.fullmatch(value)
-    if not value or match is None:
+    if not is_duration(value):
         raise ValueError(f"{value!r} is not a duration: use whole numbers with h, m and s, e.g. 5m")
-    hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
+    return duration_seconds(value)
 
 
 def _check_duration(value: str) -> str:
@@ -48,17 +44,6 @@ _NAME = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
 _STACK_PATTERN = r"[A-Za-z0-9_.*?\[\]!-]+"
 
 
-def _matching(regex: str, what: str) -> AfterValidator:
-    compiled = re.compile(regex)
-
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"{value!r} is not {what}")
-        return value
-
-    return AfterValidator(check)
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(
         frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True
@@ -68,10 +53,10 @@ class _Model(BaseModel):
 class Wave(_Model):
     """One step of a rollout: its stacks, how many at once, and how long each soaks."""
 
-    name: Annotated[str, _matching(_NAME, "a lower-case name of letters, digits and dashes")]
-    stacks: list[
-        Annotated[str, _matching(_STACK_PATTERN, "a stack name or an fnmatch pattern")]
-    ] = Field(min_length=1)
+    name: Annotated[str, matching(_NAME, "a lower-case name of letters, digits and dashes")]
+    stacks: list[Annotated[str, matching(_STACK_PATTERN, "a stack name or an fnmatch pattern")]] = (
+        Field(min_length=1)
+    )
     parallel: int = Field(default=1, ge=1, le=16)
     soak: Duration = "0s"
 

@@ -76,18 +76,21 @@ def test_one_agent_on_every_node_the_agents_tolerate_and_none_elsewhere(
 def test_agents_are_created_only_after_the_servers_are_ready(installed: Installed) -> None:
     events = installed.events
 
-    def sequence(kind: str, type_: str) -> int:
+    def sequence(kind: str, type_: str, name: str) -> int:
+        # By name: a stack that manages the Pod Identity agent add-on has another DaemonSet
+        # (its stand-in), which does not wait for the servers.
         return next(
             int(e["sequence"])
             for e in events
             if kind in e
             and e[kind]["metadata"]["type"] == type_
+            and e[kind]["metadata"]["urn"].endswith(f"::{name}")
             and e[kind]["metadata"]["op"] == "create"
         )
 
     # The engine finished the Deployment (its await: every server Ready) before it began the DaemonSet.
-    deployment_done = sequence("resOutputsEvent", "kubernetes:apps/v1:Deployment")
-    daemon_set_begun = sequence("resourcePreEvent", "kubernetes:apps/v1:DaemonSet")
+    deployment_done = sequence("resOutputsEvent", "kubernetes:apps/v1:Deployment", "kiam-server")
+    daemon_set_begun = sequence("resourcePreEvent", "kubernetes:apps/v1:DaemonSet", "kiam-agent")
     assert deployment_done < daemon_set_begun
     # And the objects agree: the DaemonSet is no older than the Deployment's availability.
     kube, ns = installed.env.kube, installed.namespace

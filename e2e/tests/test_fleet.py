@@ -92,7 +92,7 @@ def fleet(
             "stateFile": str(folder / "state" / "rollout-state.json"),
             # Healthy clusters pass at once (`up` has awaited the rollout); the broken one fails
             # after this long.
-            "gate": {"timeout": "30s", "poll": "1s"},
+            "gate": {"timeout": "15s", "poll": "1s"},
             "stacks": {
                 name: {
                     "workDir": str(m.stack.project_dir),
@@ -142,17 +142,16 @@ def test_the_fleet_preview_shows_every_cluster_in_one_table(
     # Nothing was applied: every cluster still runs the old images.
     assert not {BUMPED_IMAGE} & {image for m in members.values() for image in m.images()}
 
-    started = time.monotonic()
-    one_at_a_time = fleet_tool(fleet_file, "preview", "--parallel", "1")
-    serial_seconds = time.monotonic() - started
-    assert one_at_a_time.stdout == done.stdout
-    REPORT.append(
-        f"fleet preview of {len(members)} stacks: {fleet_seconds:.1f} s 3 at once, "
-        f"{serial_seconds:.1f} s one at a time"
-    )
+    REPORT.append(f"fleet preview of {len(members)} stacks, 3 at once: {fleet_seconds:.1f} s")
     if os.environ.get("KIAM_E2E_FLEET_BENCH"):
-        # The comparison docs/performance.md records (`make e2e-fleet-bench`): a measurement,
-        # not a check, so CI's suite does not pay for it.
+        # The comparisons docs/performance.md records (`make e2e-fleet-bench`), which CI's suite
+        # does not pay for: the same previews one at a time (the table must not depend on the
+        # parallelism: tests/test_fleet.py holds the rows to the fleet order at any), and through
+        # the CLI one after another.
+        started = time.monotonic()
+        one_at_a_time = fleet_tool(fleet_file, "preview", "--parallel", "1")
+        REPORT.append(f"the same, one at a time: {time.monotonic() - started:.1f} s")
+        assert one_at_a_time.stdout == done.stdout
         started = time.monotonic()
         for m in members.values():
             m.stack.preview("--policy-pack", str(LAUNCHER))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,19 +82,29 @@ def test_the_agents_metrics_service_selects_every_agent(
     service = stored(env, f"/api/v1/namespaces/{ns}/services/{names.AGENT_METRICS_SERVICE}")
     expected = agent_metrics_service_spec(settings.agent.metrics_port)
     assert {k: service["spec"][k] for k in expected} == expected
-    # The endpoints Prometheus would scrape: one per agent pod, on its node's address.
-    agents = env.pods(ns, "agent")
-    slices = env.kube.items(
-        f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
-        f"?labelSelector=kubernetes.io/service-name={names.AGENT_METRICS_SERVICE}"
-    )
-    targets = sorted(
-        e["targetRef"]["name"]
-        for s in slices
-        for e in s.get("endpoints") or []
-        if e.get("targetRef")
-    )
-    assert targets == sorted(p["metadata"]["name"] for p in agents)
+
+    # The endpoints Prometheus would scrape: one per agent pod, on its node's address. The
+    # EndpointSlice controller follows the pods asynchronously, so wait (generously) for it to
+    # catch up, then compare.
+    def targets_and_agents() -> tuple[list[str], list[str]]:
+        slices = env.kube.items(
+            f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
+            f"?labelSelector=kubernetes.io/service-name={names.AGENT_METRICS_SERVICE}"
+        )
+        targets = sorted(
+            e["targetRef"]["name"]
+            for s in slices
+            for e in s.get("endpoints") or []
+            if e.get("targetRef")
+        )
+        return targets, sorted(p["metadata"]["name"] for p in env.pods(ns, "agent"))
+
+    deadline = time.monotonic() + 120
+    targets, agents = targets_and_agents()
+    while targets != agents and time.monotonic() < deadline:
+        time.sleep(0.5)
+        targets, agents = targets_and_agents()
+    assert targets == agents
     assert len(targets) > 0
 
 

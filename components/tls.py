@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cloud import CertificateAuthority, CertificateRequest, KeyPair
+from contracts.labels import TLS_SECRET_TYPE
 from settings.tls import TlsSettings
 
 LOOPBACK = (
@@ -91,7 +92,7 @@ class KiamTls(pulumi.ComponentResource):
                 f"{name}-{role}",
                 # Not the upstream `kiam-<role>-tls`: a running install's Secrets keep their names.
                 metadata={"name": f"kiam-{role}-certificate", "namespace": args.namespace},
-                type="kubernetes.io/tls",
+                type=TLS_SECRET_TYPE,
                 string_data=pulumi.Output.secret(
                     {"tls.crt": leaf.cert_pem, "tls.key": leaf.key_pem, "ca.crt": self.ca_cert_pem}
                 ),

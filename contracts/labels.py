@@ -23,11 +23,16 @@ IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
 # pulumi-kubernetes applies an object carrying this with force: it takes the fields it sets from
 # the field managers that set them before (taking over what another installer created).
 PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+# The recommended label naming the application (Kubernetes, "Recommended Labels"): kiam's objects
+# carry it with NAME, and the guarantees recognise them by it.
+NAME_LABEL = "app.kubernetes.io/name"
+# The Secret type of a certificate and its key (Kubernetes, "Secrets: TLS secrets").
+TLS_SECRET_TYPE = "kubernetes.io/tls"
 
 
 def selector_labels(role: Role) -> dict[str, str]:
     """The labels a selector matches: server pods and agent pods never match each other's."""
-    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": role}
+    return {NAME_LABEL: NAME, "app.kubernetes.io/component": role}
 
 
 def object_labels(role: Role) -> dict[str, str]:
@@ -40,7 +45,7 @@ def object_labels(role: Role) -> dict[str, str]:
 def install_labels() -> dict[str, str]:
     """Labels for an object of the install as a whole (the alert rules): no component."""
     return {
-        "app.kubernetes.io/name": NAME,
+        NAME_LABEL: NAME,
         "app.kubernetes.io/part-of": NAME,
         "app.kubernetes.io/managed-by": "pulumi",
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contracts.labels import NAME
+from contracts.labels import NAME, NAME_LABEL, TLS_SECRET_TYPE
 from contracts.tokens import (
     LAUNCH_TEMPLATE,
     NODE_GROUP,
@@ -16,9 +16,6 @@ from invariants.model import Resource, Violation, dig, is_unknown
 from invariants.view import KiamView
 
 CHECK_ID = "retired"
-# What a Secret holding a certificate is typed (Kubernetes, "Secrets: TLS secrets"): kiam's
-# certificates are the only ones this program keeps in the cluster.
-TLS_SECRET_TYPE = "kubernetes.io/tls"
 
 
 def _kiam_labelled(resource: Resource) -> bool:
@@ -28,7 +25,7 @@ def _kiam_labelled(resource: Resource) -> bool:
     if not resource.type.startswith("kubernetes:") or resource.type.endswith("Patch"):
         return False
     labels = dig(resource.inputs, "metadata", "labels", default={}) or {}
-    return not is_unknown(labels) and labels.get("app.kubernetes.io/name") == NAME
+    return not is_unknown(labels) and labels.get(NAME_LABEL) == NAME
 
 
 def retired(view: KiamView) -> list[Violation]:

@@ -10,6 +10,8 @@ from typing import Any
 
 from contracts.labels import (
     EXISTING_PERMITTED_ANNOTATION,
+    NAME,
+    NAME_LABEL,
     PERMITTED_ANNOTATION,
 )
 from contracts.names import SERVER_NODES
@@ -38,7 +40,7 @@ SERVER_CONTAINER, AGENT_CONTAINER = "kiam-server", "kiam-agent"
 
 def _component(resource: Resource) -> str | None:
     labels = dig(resource.inputs, "metadata", "labels", default={}) or {}
-    if is_unknown(labels) or labels.get("app.kubernetes.io/name") != "kiam":
+    if is_unknown(labels) or labels.get(NAME_LABEL) != NAME:
         return None
     component = labels.get("app.kubernetes.io/component")
     return component if isinstance(component, str) else None

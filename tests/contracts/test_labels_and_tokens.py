@@ -17,6 +17,13 @@ def test_the_labels_eks_and_kubernetes_put_on_nodes() -> None:
     assert labels.ZONE_TOPOLOGY == "topology.kubernetes.io/zone"
 
 
+def test_the_recommended_name_label_and_the_tls_secret_type() -> None:
+    # Kubernetes "Recommended Labels": app.kubernetes.io/name names the application.
+    assert labels.NAME_LABEL == "app.kubernetes.io/name"
+    # Kubernetes "Secrets", "TLS Secrets": the built-in type of a certificate and its key.
+    assert labels.TLS_SECRET_TYPE == "kubernetes.io/tls"
+
+
 def test_the_annotations_kiam_irsa_and_pulumi_kubernetes_read() -> None:
     # kiam v4.2 pkg/k8s/pod_cache.go and namespace_cache.go: the pod's role and the namespace's
     # permitted-roles regexp.

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from contracts.credential_env import IMDS_HOP_LIMIT_CONTAINERS, IMDS_TOKENS_REQUIRED
 from contracts.eks_node_group import REPLACE_ON_CHANGES, root_device
 from settings.node_group import NodeGroupSettings
 
 # Server pods are not host-networked, so their IMDS calls (for the node role's credentials) cross
-# one extra hop; with IMDSv2 the default limit of 1 would drop the response.
-IMDS_HOP_LIMIT = 2
+# one extra hop; with IMDSv2 a limit of 1 would drop the response (contracts/credential_env.py).
+IMDS_HOP_LIMIT = IMDS_HOP_LIMIT_CONTAINERS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +53,7 @@ class ServerNodeGroup(pulumi.ComponentResource):
             update_default_version=True,
             metadata_options={
                 "http_endpoint": "enabled",
-                "http_tokens": "required",
+                "http_tokens": IMDS_TOKENS_REQUIRED,
                 "http_put_response_hop_limit": IMDS_HOP_LIMIT,
             },
             block_device_mappings=[

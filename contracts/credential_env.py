@@ -71,3 +71,14 @@ def has_pod_identity(env: dict[str, str]) -> bool:
     return env.get(CONTAINER_CREDENTIALS_FULL_URI) in POD_IDENTITY_AGENT_URIS and bool(
         env.get(CONTAINER_AUTHORIZATION_TOKEN_FILE)
     )
+
+
+# The instance metadata service (IMDS) that kiam intercepts and, without kiam, a pod reaches:
+# Amazon EC2 User Guide, "Configure the Instance Metadata Service options" (instance metadata
+# response hop limit): with IMDSv2 required (`HttpTokens: required`) a token answer travels at
+# most the PUT response hop limit; a process in a container is one hop further than the instance.
+IMDS_TOKENS_REQUIRED = "required"
+IMDS_HOP_LIMIT_INSTANCE_ONLY = 1
+"""Only the instance itself gets a token: pods (not host-networked) cannot read the node's role."""
+IMDS_HOP_LIMIT_CONTAINERS = 2
+"""Containers get a token too (what kiam-server pods need on the dedicated nodes)."""

@@ -53,6 +53,14 @@ SESSION_TAGS = (
 
 AGENT_ADDON = "eks-pod-identity-agent"
 """The EKS add-on that serves Pod Identity credentials on the nodes."""
+NODE_ROLE_ACTION = "eks-auth:AssumeRoleForPodIdentity"
+NODE_ROLE_MANAGED_POLICY = "AmazonEKSWorkerNodePolicy"
+"""pod-id-agent-setup, "Agent prerequisites": the node role must allow the agent
+`eks-auth:AssumeRoleForPodIdentity`; the AWS managed `AmazonEKSWorkerNodePolicy` does (the
+worker nodes' role, which this program does not own: docs/leaving-kiam.md says so)."""
+SUPPORTED_NODES = "Linux Amazon EC2"
+"""The EKS User Guide, "EKS Pod Identity" (pod-identities), considerations: Pod Identity works on
+Linux Amazon EC2 nodes only (not Fargate, not Windows)."""
 
 ASSOCIATION_REPLACE_FIELDS = ("clusterName", "namespace", "serviceAccount")
 """`aws.eks.PodIdentityAssociation` inputs whose change replaces the association (its other inputs

@@ -80,3 +80,11 @@ def test_a_container_has_web_identity_only_with_both_variables() -> None:
     assert not credential_env.has_web_identity(
         {"AWS_WEB_IDENTITY_TOKEN_FILE": both["AWS_WEB_IDENTITY_TOKEN_FILE"]}
     )
+
+
+def test_the_metadata_hop_limits() -> None:
+    # Amazon EC2 User Guide, "Configure the Instance Metadata Service options": with IMDSv2
+    # required, hop limit 1 keeps tokens on the instance; containers need one hop more.
+    assert credential_env.IMDS_TOKENS_REQUIRED == "required"
+    assert credential_env.IMDS_HOP_LIMIT_INSTANCE_ONLY == 1
+    assert credential_env.IMDS_HOP_LIMIT_CONTAINERS == 2

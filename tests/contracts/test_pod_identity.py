@@ -42,6 +42,15 @@ def test_the_agent_add_on() -> None:
     assert pod_identity.AGENT_ADDON == "eks-pod-identity-agent"
 
 
+def test_what_the_worker_nodes_need() -> None:
+    # EKS user guide, pod-id-agent-setup, "Agent prerequisites": the node role allows
+    # eks-auth:AssumeRoleForPodIdentity, e.g. through AmazonEKSWorkerNodePolicy.
+    assert pod_identity.NODE_ROLE_ACTION == "eks-auth:AssumeRoleForPodIdentity"
+    assert pod_identity.NODE_ROLE_MANAGED_POLICY == "AmazonEKSWorkerNodePolicy"
+    # EKS user guide, pod-identities, considerations: Linux Amazon EC2 nodes only.
+    assert pod_identity.SUPPORTED_NODES == "Linux Amazon EC2"
+
+
 def test_what_replaces_an_association() -> None:
     # terraform-provider-aws internal/service/eks/pod_identity_association.go (00a35305): the three
     # RequiresReplace attributes, in pulumi-aws's input names.

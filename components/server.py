@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from contracts import labels, names
+from contracts.rollout_wait import WAIT_FOR_ANNOTATION, rolled_out_wait_for
 from settings.adoption import Adoption
 from settings.node_group import TaintSettings
 from settings.server import ServerSettings
@@ -170,6 +171,12 @@ class KiamServer(pulumi.ComponentResource):
             metadata={
                 **metadata(names.SERVER_NAME),
                 "labels": workload_labels,
+                # `pulumi up` waits for the whole rollout, as `kubectl rollout status` judges it,
+                # not the provider's own Deployment wait, which can return with one new server
+                # Ready (contracts/rollout_wait.py): the engine deletes a replaced node group once
+                # this update returns, so that wait is what keeps the old nodes until every
+                # server is Ready on the new ones.
+                "annotations": {WAIT_FOR_ANNOTATION: rolled_out_wait_for(s.replicas)},
             },
             spec={
                 "replicas": s.replicas,

@@ -10,6 +10,12 @@ from typing import Any
 
 from contracts.eks_node_group import REPLACE_ON_CHANGES
 from contracts.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
+from contracts.rollout_wait import (
+    ROLLED_OUT_STATUS_COUNTS,
+    SKIP_AWAIT_ANNOTATION,
+    WAIT_FOR_ANNOTATION,
+    rolled_out_wait_for,
+)
 from contracts.tokens import CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
 from invariants.applications import application_reachable, off_kiam
 from invariants.expected import Expected
@@ -449,7 +455,7 @@ def _trusts_only(statement: Any, role_arn: str | None) -> bool:
 def node_group_replacement(view: KiamView) -> list[Violation]:
     """9. The group can be replaced create-first, is replaced (not rolled in place) on every change
     that touches the servers' nodes, carries exactly the taint asked for, and the servers follow
-    its name and are awaited."""
+    its name and `pulumi up` waits until their rollout is done (contracts/rollout_wait.py)."""
     out = []
     for group in view.of_type(NODE_GROUP):
         if group not in view.node_groups:
@@ -512,12 +518,28 @@ def node_group_replacement(view: KiamView) -> list[Violation]:
                 )
             )
         annotations = dig(dep.inputs, "metadata", "annotations", default={}) or {}
-        if str(annotations.get("pulumi.com/skipAwait", "false")).lower() == "true":
+        replicas = dig(dep.inputs, "spec", "replicas")
+        if str(annotations.get(SKIP_AWAIT_ANNOTATION, "false")).lower() == "true":
             out.append(
                 Violation(
                     "node-group-replacement",
                     dep.urn,
-                    "skips the rollout wait (pulumi.com/skipAwait)",
+                    f"skips the rollout wait ({SKIP_AWAIT_ANNOTATION})",
+                )
+            )
+        elif (
+            isinstance(replicas, (int, float))
+            and not is_unknown(annotations.get(WAIT_FOR_ANNOTATION))
+            and annotations.get(WAIT_FOR_ANNOTATION) != rolled_out_wait_for(int(replicas))
+        ):
+            out.append(
+                Violation(
+                    "node-group-replacement",
+                    dep.urn,
+                    f"is not held until its rollout is done: {WAIT_FOR_ANNOTATION} must wait for "
+                    f"{', '.join(ROLLED_OUT_STATUS_COUNTS)} to reach {int(replicas)} (it is "
+                    f"{annotations.get(WAIT_FOR_ANNOTATION)}); the provider's own Deployment wait "
+                    "can return with one new server Ready, and the old nodes go",
                 )
             )
     return out

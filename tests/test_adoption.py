@@ -110,7 +110,9 @@ def test_phase_servers_leaves_the_old_service_and_agents_in_charge() -> None:
     deployment = rec.one("kubernetes:apps/v1:Deployment")
     # Nothing written for the checker: the guarantees know the agents are external from the
     # settings (the phase), so the Deployment's metadata is that of every phase.
-    assert "annotations" not in deployment.inputs["metadata"]
+    complete = run_program(adoption_config("complete")).one("kubernetes:apps/v1:Deployment")
+    assert deployment.inputs["metadata"] == complete.inputs["metadata"]
+    assert set(deployment.inputs["metadata"]["annotations"]) == {"pulumi.com/waitFor"}
     assert rec.by_type("kubernetes:core/v1:Namespace") == []
 
 

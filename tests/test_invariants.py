@@ -633,6 +633,35 @@ CASES: list[Case] = [
         ],
     ),
     (
+        "9 the provider's own Deployment wait",
+        lambda rs: mutate(rs, DEPLOYMENT, lambda i: i["metadata"].pop("annotations")),
+        lambda rs: [
+            (
+                "node-group-replacement",
+                urn(rs, DEPLOYMENT),
+                "is not held until its rollout is done: pulumi.com/waitFor must wait for "
+                "updatedReplicas, replicas, availableReplicas to reach 3 (it is None); the "
+                "provider's own Deployment wait can return with one new server Ready, and the "
+                "old nodes go",
+            )
+        ],
+    ),
+    (
+        "9 a wait for fewer servers than the Deployment runs",
+        lambda rs: mutate(rs, DEPLOYMENT, lambda i: i["spec"].update(replicas=4.0)),
+        lambda rs: [
+            (
+                "node-group-replacement",
+                urn(rs, DEPLOYMENT),
+                "is not held until its rollout is done: pulumi.com/waitFor must wait for "
+                "updatedReplicas, replicas, availableReplicas to reach 4 (it is "
+                '["jsonpath={.status.updatedReplicas}=3", "jsonpath={.status.replicas}=3", '
+                '"jsonpath={.status.availableReplicas}=3"]); the provider\'s own Deployment wait '
+                "can return with one new server Ready, and the old nodes go",
+            )
+        ],
+    ),
+    (
         "9 Deployment does not follow the node group",
         lambda rs: mutate(
             rs,

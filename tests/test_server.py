@@ -146,7 +146,22 @@ def test_the_rollout_is_awaited_long_enough(base_run: Recording) -> None:
     spec = deployment.inputs["spec"]
     assert spec["progressDeadlineSeconds"] == 1200
     assert deployment.custom_timeouts == {"create": "20m", "update": "20m"}
-    assert "annotations" not in deployment.inputs["metadata"]
+
+
+@pytest.mark.parametrize("replicas", [3, 2])
+def test_up_waits_until_every_server_is_updated_and_available_and_no_old_one_is_left(
+    replicas: int,
+) -> None:
+    # Not the provider's own Deployment wait, which can return with one new server Ready
+    # (contracts/rollout_wait.py): the engine deletes a replaced node group once this returns.
+    rec = run_program(base_config(server={"replicas": replicas}))
+    assert rec.one(DEPLOYMENT).inputs["metadata"]["annotations"] == {
+        "pulumi.com/waitFor": (
+            f'["jsonpath={{.status.updatedReplicas}}={replicas}", '
+            f'"jsonpath={{.status.replicas}}={replicas}", '
+            f'"jsonpath={{.status.availableReplicas}}={replicas}"]'
+        )
+    }
 
 
 def test_args_probes_resources_and_priority(base_run: Recording) -> None:

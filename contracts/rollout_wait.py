@@ -22,6 +22,9 @@ import json
 # engine deletes the old nodes under the other: seen once in `make e2e` (node changes without a
 # spare node, instance type: `pulumi up` returned after 5.4 s with one server on the new nodes).
 BUILT_IN_DEPLOYMENT_WAIT_DONE_REASON = "NewReplicaSetAvailable"
+# What that wait reports when it is done (`checkAndLogStatus`, after an emoji where the terminal
+# shows them): the real-engine suite reads the engine's event log for it.
+BUILT_IN_DEPLOYMENT_WAIT_DONE_MESSAGE = "Deployment initialization complete"
 
 # An object carrying this annotation is awaited by the conditions it lists instead of the built-in
 # wait ("Use our built-in await logic only if the user hasn't specified any await overrides",
@@ -34,6 +37,9 @@ BUILT_IN_DEPLOYMENT_WAIT_DONE_REASON = "NewReplicaSetAvailable"
 # (pkg/jsonpath/jsonpath.go, `Matches`).
 WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
 JSONPATH_PREFIX = "jsonpath="
+# A `jsonpath=` condition reports "Found " and its expression without the prefix once it holds
+# (pkg/await/condition/jsonpath.go, `Satisfied`).
+JSONPATH_FOUND_PREFIX = "Found "
 # `pulumi.com/skipAwait: "true"` wins over everything (pkg/metadata/overrides.go, `ReadyCondition`:
 # "If the "pulumi.com/skipAwait" annotation is true, the ready condition will no-op").
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"

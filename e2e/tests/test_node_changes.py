@@ -20,6 +20,11 @@ from typing import Any
 import pytest
 
 from contracts.eks_node_group import NodeChange
+from contracts.rollout_wait import (
+    BUILT_IN_DEPLOYMENT_WAIT_DONE_MESSAGE,
+    JSONPATH_FOUND_PREFIX,
+    ROLLED_OUT_STATUS_COUNTS,
+)
 from e2e.harness.environment import Environment
 from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
 from e2e.harness.watcher import Sample, Watcher
@@ -35,6 +40,7 @@ REPLICAS = 2
 # The stand-in group (the arguments whose change replaces it) and its nodes.
 GROUP = ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes")
 NODE = "kubernetes:core/v1:Node"
+DEPLOYMENT = ("kubernetes:apps/v1:Deployment", "kiam-server")
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,8 @@ class Watched:
     old_nodes: set[str]
     new_nodes: set[str]
     server_pods_before: set[str]
+    deployment_messages: list[str]
+    """What the provider reported while it awaited the server Deployment (the event log)."""
 
 
 @dataclass
@@ -154,8 +162,29 @@ def _watched_up(
         )
     )
     now = set(env.dedicated_nodes())
-    path = _path(read_event_log(log), old, now)
-    return Watched(step, path, watcher, returned - began, at_return, old, now - old, pods_before)
+    events = read_event_log(log)
+    path = _path(events, old, now)
+    return Watched(
+        step,
+        path,
+        watcher,
+        returned - began,
+        at_return,
+        old,
+        now - old,
+        pods_before,
+        _messages_of(events, DEPLOYMENT),
+    )
+
+
+def _messages_of(events: list[dict[str, Any]], resource: tuple[str, str]) -> list[str]:
+    return [
+        e["diagnosticEvent"]["message"].strip()
+        for e in events
+        if "diagnosticEvent" in e
+        and e["diagnosticEvent"].get("urn")
+        and type_and_name(e["diagnosticEvent"]["urn"]) == resource
+    ]
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["no-spare-node", "spare-node"])
@@ -226,6 +255,23 @@ def test_a_replacement_moves_every_server_to_new_nodes_before_the_old_ones_go(
         old_gone = w.watcher.first(f"{w.step.label}: an old node deleted", gone)
         assert all_moved.t <= old_gone.t, w.step.label
         assert not (w.at_return.nodes & w.old_nodes), w.step.label
+
+
+def test_the_provider_holds_each_replacement_by_the_programs_rollout_wait(
+    changed: Changed,
+) -> None:
+    # Not by its own Deployment wait, which returned once with one new server Ready and let the
+    # engine delete the old nodes under the other (contracts/rollout_wait.py): the provider
+    # reports each of the program's conditions found, and never its own wait's completion.
+    for w in changed.watched:
+        if w.path is not NodeChange.REPLACEMENT:
+            continue
+        found = {m for m in w.deployment_messages if m.startswith(JSONPATH_FOUND_PREFIX)}
+        assert found == {
+            f"{JSONPATH_FOUND_PREFIX}{{.status.{count}}}={REPLICAS}"
+            for count in ROLLED_OUT_STATUS_COUNTS
+        }, w.step.label
+        assert not [m for m in w.deployment_messages if BUILT_IN_DEPLOYMENT_WAIT_DONE_MESSAGE in m]
 
 
 def test_a_taint_never_reaches_a_node_that_runs_servers_under_the_old_one(

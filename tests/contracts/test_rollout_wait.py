@@ -5,6 +5,8 @@ pulumi/pulumi-kubernetes provider/pkg/await/deployment.go (v4.25.0 to v4.32.0): 
 is done on the Progressing reason "NewReplicaSetAvailable" and the new ReplicaSet's `readyReplicas
 >= specReplicas`, its own `spec.replicas`. kubernetes pkg/controller/deployment/progress.go,
 `syncRolloutStatus`: the condition is rewritten only on completion, on progress or on a timeout.
+The built-in wait logs "Deployment initialization complete" when done (`checkAndLogStatus`); a
+JSONPath condition logs `"Found "+jp.jsp.String()` (pkg/await/condition/jsonpath.go).
 pkg/metadata/annotations.go: `AnnotationWaitFor = AnnotationPrefix + "waitFor"` (prefix
 "pulumi.com/"); pkg/metadata/overrides.go, `ReadyCondition`: "If the "pulumi.com/skipAwait"
 annotation is true, the ready condition will no-op", "If the "pulumi.com/waitFor" annotation is a
@@ -21,7 +23,9 @@ from __future__ import annotations
 import json
 
 from contracts.rollout_wait import (
+    BUILT_IN_DEPLOYMENT_WAIT_DONE_MESSAGE,
     BUILT_IN_DEPLOYMENT_WAIT_DONE_REASON,
+    JSONPATH_FOUND_PREFIX,
     JSONPATH_PREFIX,
     ROLLED_OUT_STATUS_COUNTS,
     SKIP_AWAIT_ANNOTATION,
@@ -32,6 +36,11 @@ from contracts.rollout_wait import (
 
 def test_the_built_in_wait_trusts_the_reason_the_controller_may_leave_in_place() -> None:
     assert BUILT_IN_DEPLOYMENT_WAIT_DONE_REASON == "NewReplicaSetAvailable"
+
+
+def test_what_each_wait_reports_when_it_is_done() -> None:
+    assert BUILT_IN_DEPLOYMENT_WAIT_DONE_MESSAGE == "Deployment initialization complete"
+    assert JSONPATH_FOUND_PREFIX == "Found "
 
 
 def test_the_annotations_that_replace_and_that_skip_the_built_in_wait() -> None:

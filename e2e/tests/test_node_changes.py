@@ -1,12 +1,27 @@
-"""Every kind of change to the server nodes, applied by the real engine and watched every half
-second, with and without a spare node: which path the engine took for the node group, the fewest
-Ready servers, whether the Service ever had no ready endpoint, and how long `pulumi up` took.
+"""Every kind of change to the server nodes, and a kiam upgrade, applied by the real engine and
+watched every half second, with and without a spare node: which path the engine took for the node
+group, the fewest Ready servers, whether the Service ever had no ready endpoint, and how long
+`pulumi up` took.
 
 The node group stand-in carries the program's `replaceOnChanges` (contracts/eks_node_group.py):
 the engine itself decides which change makes a new group. A launch template change (disk size), a
 taint (its value, or its effect, under NO_SCHEDULE and NO_EXECUTE) and a Kubernetes version must
 take the replacement path, never touching the running nodes; labels and sizes change the running
 group, and no server restarts.
+
+Scenarios 3, 4 and 6 of the README read the first replacement (the instance type) and the upgrade
+that follows it:
+
+- Replacement: the new nodes exist before any server moves; the old nodes go only once every
+  server is Ready on the new ones, and `pulumi up` returns only after that; the Service the
+  agents dial never has zero ready endpoints.
+- Capacity: with a spare node (desiredSize > replicas) Ready servers never drop below `replicas`;
+  without one they drop to `replicas - 1` and no lower (a surge pod with nowhere to go would
+  wedge the rollout).
+- Upgrade: servers roll first and are awaited; agents roll after, one node at a time.
+
+One installed stack per variant carries them all, one change after another (an install of its
+own for the replacement and the upgrade cost `make e2e` about two minutes).
 """
 
 from __future__ import annotations
@@ -41,13 +56,17 @@ REPLICAS = 2
 GROUP = ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes")
 NODE = "kubernetes:core/v1:Node"
 DEPLOYMENT = ("kubernetes:apps/v1:Deployment", "kiam-server")
+NEW_IMAGE = "quay.io/uswitch/kiam:v4.2-e2e"
+# The kiam upgrade, applied right after the first change (the instance type).
+UPGRADE_AFTER = "instance type"
 
 
 @dataclass(frozen=True)
 class Step:
     label: str
     changes: dict[str, dict[str, Any]]
-    expected: NodeChange
+    expected: NodeChange | None
+    """The path the node group must take; None for a change that is not the nodes' (the upgrade)."""
 
 
 def steps(size: int) -> list[Step]:
@@ -90,25 +109,53 @@ def steps(size: int) -> list[Step]:
     ]
 
 
+# With a spare node the engine takes the same path for every change (the run without one proves
+# which change takes which); what the spare changes is the rollout strategy, which the instance
+# type and the taint replacements show (and the upgrade). The other four would add about 100 s to
+# `make e2e` and nothing to learn.
+SPARE_NODE_STEPS = (
+    "instance type",
+    "taint effect to NO_EXECUTE",
+    "labels",
+    "scaling (one node more)",
+    "scaling (one node fewer)",
+)
+
+
 @dataclass
 class Watched:
     step: Step
-    path: NodeChange
+    path: NodeChange | None
     watcher: Watcher
     seconds: float
+    returned_at: float
+    """When `pulumi up` returned, on the watcher's clock."""
     at_return: Sample
+    """The cluster read from the API right after `pulumi up` returned."""
     old_nodes: set[str]
     new_nodes: set[str]
     server_pods_before: set[str]
     deployment_messages: list[str]
     """What the provider reported while it awaited the server Deployment (the event log)."""
+    events: list[dict[str, Any]]
+    """The engine's event log of this `pulumi up`."""
 
 
 @dataclass
 class Changed:
     spare: bool
     watched: list[Watched]
+    """The node changes, in order."""
+    upgrade: Watched
+    """The kiam upgrade (new server and agent images), right after the instance type change."""
     env: Environment
+
+    @property
+    def replacement(self) -> Watched:
+        """The first replacement: the instance type, from the stack as installed."""
+        first = self.watched[0]
+        assert first.step.label == UPGRADE_AFTER and first.path is NodeChange.REPLACEMENT
+        return first
 
 
 def _path(
@@ -163,17 +210,19 @@ def _watched_up(
     )
     now = set(env.dedicated_nodes())
     events = read_event_log(log)
-    path = _path(events, old, now)
+    path = None if step.expected is None else _path(events, old, now)
     return Watched(
         step,
         path,
         watcher,
         returned - began,
+        returned,
         at_return,
         old,
         now - old,
         pods_before,
         _messages_of(events, DEPLOYMENT),
+        events,
     )
 
 
@@ -195,12 +244,19 @@ def changed(bin_dir: Path, session_root: Path, request: pytest.FixtureRequest) -
         stack,
         config,
     ):
-        watched = []
+        watched, upgrade = [], None
         for step in steps(REPLICAS + (1 if spare else 0)):
+            if spare and step.label not in SPARE_NODE_STEPS:
+                continue
             config = with_changes(config, **step.changes)
             watched.append(_watched_up(env, stack, config, step))
-        result = Changed(spare, watched, env)
-        REPORT.extend(summary(result))
+            if step.label == UPGRADE_AFTER:
+                image = {"image": NEW_IMAGE}
+                config = with_changes(config, server=image, agent=image)
+                upgrade = _watched_up(env, stack, config, Step("kiam upgrade", {}, None))
+        assert upgrade is not None
+        result = Changed(spare, watched, upgrade, env)
+        REPORT.extend([*summary(result), *rollout_summary(result)])
         yield result
         stack.destroy()
 
@@ -209,7 +265,7 @@ def summary(changed: Changed) -> list[str]:
     """One line per change, as `make e2e` prints them (and docs/performance.md tabulates)."""
     label = "with a spare node" if changed.spare else "without a spare node"
     return [
-        f"node change {label}: {w.step.label}: path {w.path.value}, fewest Ready servers "
+        f"node change {label}: {w.step.label}: path {w.path and w.path.value}, fewest Ready servers "
         f"{w.watcher.min_ready_servers()} of {REPLICAS}, zero ready endpoints "
         f"{'never' if not w.watcher.zero_endpoint_times() else len(w.watcher.zero_endpoint_times())}"
         f", `pulumi up` {w.seconds:.1f}s ({len(w.watcher.timeline)} observations)"
@@ -230,18 +286,20 @@ def test_no_change_ever_leaves_the_service_without_a_ready_server(changed: Chang
         assert w.watcher.min_ready_servers() >= REPLICAS - 1, w.step.label
 
 
+def _replacements(changed: Changed) -> list[Watched]:
+    return [w for w in changed.watched if w.path is NodeChange.REPLACEMENT]
+
+
 def test_a_spare_node_keeps_every_server_ready_through_every_change(changed: Changed) -> None:
     expected = REPLICAS if changed.spare else REPLICAS - 1
-    replaced = [w for w in changed.watched if w.path is NodeChange.REPLACEMENT]
+    replaced = _replacements(changed)
     assert [w.watcher.min_ready_servers() for w in replaced] == [expected] * len(replaced)
 
 
 def test_a_replacement_moves_every_server_to_new_nodes_before_the_old_ones_go(
     changed: Changed,
 ) -> None:
-    for w in changed.watched:
-        if w.path is not NodeChange.REPLACEMENT:
-            continue
+    for w in _replacements(changed):
         assert len(w.new_nodes) == REPLICAS + changed.spare, w.step.label
         new, old = w.new_nodes, w.old_nodes
 
@@ -263,9 +321,7 @@ def test_the_provider_holds_each_replacement_by_the_programs_rollout_wait(
     # Not by its own Deployment wait, which returned once with one new server Ready and let the
     # engine delete the old nodes under the other (contracts/rollout_wait.py): the provider
     # reports each of the program's conditions found, and never its own wait's completion.
-    for w in changed.watched:
-        if w.path is not NodeChange.REPLACEMENT:
-            continue
+    for w in _replacements(changed):
         found = {m for m in w.deployment_messages if m.startswith(JSONPATH_FOUND_PREFIX)}
         assert found == {
             f"{JSONPATH_FOUND_PREFIX}{{.status.{count}}}={REPLICAS}"
@@ -318,3 +374,89 @@ def test_every_deleted_node_was_drained_before_the_limit(changed: Changed) -> No
     assert changed.env.drainer.drained
     assert all(emptied for _, _, emptied in changed.env.drainer.drained)
     assert changed.env.drainer.errors == []
+
+
+def rollout_summary(changed: Changed) -> list[str]:
+    """The replacement's timeline and both rollouts' minimums, as `make e2e` prints them."""
+    r, w = changed.replacement, changed.replacement.watcher
+    label = "with a spare node" if changed.spare else "without a spare node"
+
+    def at(condition: str, predicate: Any) -> str:
+        try:
+            return f"{w.first(condition, predicate).t:.1f}s"
+        except AssertionError:
+            return "never"
+
+    return [
+        f"replacement {label}: new nodes at "
+        + at("new nodes", lambda s: r.new_nodes <= s.nodes)
+        + ", first server on them at "
+        + at("moved", lambda s: s.servers_on(r.new_nodes) > 0)
+        + ", all Ready there at "
+        + at("all", lambda s: s.ready_servers_on(r.new_nodes) == REPLICAS)
+        + ", old nodes gone at "
+        + at("gone", lambda s: not (r.old_nodes & s.nodes))
+        + f", `pulumi up` returned at {r.returned_at:.1f}s",
+        f"min Ready servers {label} (of {REPLICAS}): replacement "
+        f"{r.watcher.min_ready_servers()}, upgrade {changed.upgrade.watcher.min_ready_servers()}; "
+        f"{len(r.watcher.samples) + len(changed.upgrade.watcher.samples)} samples, "
+        f"{len(r.watcher.events) + len(changed.upgrade.watcher.events)} watched changes",
+    ]
+
+
+def test_new_nodes_exist_before_any_server_moves(changed: Changed) -> None:
+    r = changed.replacement
+    assert len(r.new_nodes) == REPLICAS + changed.spare
+    nodes_up = r.watcher.first("every new node", lambda s: r.new_nodes <= s.nodes)
+    first_move = r.watcher.first("a server on a new node", lambda s: s.servers_on(r.new_nodes) > 0)
+    assert nodes_up.t <= first_move.t
+
+
+def test_up_returns_only_after_every_server_is_ready_on_the_new_nodes(changed: Changed) -> None:
+    # Read from the API once `pulumi up` had returned, the old nodes are gone and every server is
+    # Ready on the new ones. (When a sample first *sees* the old nodes gone is no bound on when
+    # `up` returned: a deletion in the last half second before it returns is first seen by this
+    # very read.)
+    r = changed.replacement
+    assert r.at_return.t >= r.returned_at
+    assert not (r.at_return.nodes & r.old_nodes)
+    assert r.at_return.ready_servers_on(r.new_nodes) == REPLICAS
+    last = r.watcher.samples[-1]
+    assert not (last.nodes & r.old_nodes)
+    assert last.ready_servers_on(r.new_nodes) == REPLICAS
+
+
+def test_the_upgrade_never_leaves_the_service_without_a_ready_server(changed: Changed) -> None:
+    assert len(changed.upgrade.watcher.samples) > 10
+    assert changed.upgrade.watcher.zero_endpoint_times() == []
+
+
+def test_ready_servers_stay_at_replicas_with_a_spare_node_and_dip_by_one_without(
+    changed: Changed,
+) -> None:
+    expected = REPLICAS if changed.spare else REPLICAS - 1
+    assert changed.replacement.watcher.min_ready_servers() == expected
+    assert changed.upgrade.watcher.min_ready_servers() == expected
+
+
+def test_an_upgrade_rolls_servers_first_and_agents_after(changed: Changed) -> None:
+    events = changed.upgrade.events
+
+    def sequence(kind: str, type_: str) -> int:
+        return next(
+            int(e["sequence"])
+            for e in events
+            if kind in e
+            and type_and_name(e[kind]["metadata"]["urn"])[0] == type_
+            and e[kind]["metadata"]["op"] == "update"
+        )
+
+    assert sequence("resOutputsEvent", "kubernetes:apps/v1:Deployment") < sequence(
+        "resourcePreEvent", "kubernetes:apps/v1:DaemonSet"
+    )
+    # The cluster agrees: no agent ran the new image before every server ran it, Ready.
+    w = changed.upgrade.watcher
+    first_new_agent = w.first("an agent on the new image", lambda s: NEW_IMAGE in s.agent_images)
+    assert first_new_agent.server_images == {NEW_IMAGE}
+    assert first_new_agent.ready_servers == REPLICAS
+    assert w.samples[-1].agent_images == {NEW_IMAGE}

@@ -12,10 +12,6 @@ from contracts.credential_env import IMDS_HOP_LIMIT_CONTAINERS, IMDS_TOKENS_REQU
 from contracts.eks_node_group import REPLACE_ON_CHANGES, root_device
 from settings.node_group import NodeGroupSettings
 
-# Server pods are not host-networked, so their IMDS calls (for the node role's credentials) cross
-# one extra hop; with IMDSv2 a limit of 1 would drop the response (contracts/credential_env.py).
-IMDS_HOP_LIMIT = IMDS_HOP_LIMIT_CONTAINERS
-
 
 @dataclass(frozen=True, kw_only=True)
 class NodeGroupArgs:
@@ -54,7 +50,9 @@ class ServerNodeGroup(pulumi.ComponentResource):
             metadata_options={
                 "http_endpoint": "enabled",
                 "http_tokens": IMDS_TOKENS_REQUIRED,
-                "http_put_response_hop_limit": IMDS_HOP_LIMIT,
+                # Server pods are not host-networked, so their IMDS calls (for the node role's
+                # credentials) cross one extra hop; with IMDSv2 a limit of 1 would drop the answer.
+                "http_put_response_hop_limit": IMDS_HOP_LIMIT_CONTAINERS,
             },
             block_device_mappings=[
                 {

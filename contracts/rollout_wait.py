@@ -4,7 +4,7 @@ instead.
 
 The guarantee that a node group replacement deletes the old nodes only once every server is Ready
 on the new ones rests on this wait: the engine deletes the replaced group after the Deployment's
-update step returns (docs/architecture.md, "How a replacement is sequenced").
+update step returns (README, "The ordering").
 """
 
 from __future__ import annotations

@@ -527,10 +527,12 @@ def node_group_replacement(view: KiamView) -> list[Violation]:
                     f"skips the rollout wait ({SKIP_AWAIT_ANNOTATION})",
                 )
             )
-        elif (
+            continue
+        wait_for = annotations.get(WAIT_FOR_ANNOTATION)
+        if (
             isinstance(replicas, (int, float))
-            and not is_unknown(annotations.get(WAIT_FOR_ANNOTATION))
-            and annotations.get(WAIT_FOR_ANNOTATION) != rolled_out_wait_for(int(replicas))
+            and not is_unknown(wait_for)
+            and wait_for != rolled_out_wait_for(int(replicas))
         ):
             out.append(
                 Violation(
@@ -538,8 +540,8 @@ def node_group_replacement(view: KiamView) -> list[Violation]:
                     dep.urn,
                     f"is not held until its rollout is done: {WAIT_FOR_ANNOTATION} must wait for "
                     f"{', '.join(ROLLED_OUT_STATUS_COUNTS)} to reach {int(replicas)} (it is "
-                    f"{annotations.get(WAIT_FOR_ANNOTATION)}); the provider's own Deployment wait "
-                    "can return with one new server Ready, and the old nodes go",
+                    f"{wait_for}); the provider's own Deployment wait can return with one new "
+                    "server Ready, and the old nodes go",
                 )
             )
     return out

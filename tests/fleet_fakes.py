@@ -77,7 +77,9 @@ def template(image: str) -> dict[str, Any]:
 
 @dataclass
 class FakeEngine:
-    """Replays each stack's events; a stack in `failing` raises as a failed command does."""
+    """Replays each stack's events; a stack in `failing` raises as a failed command does, and
+    `raising[(operation, stack)]` is raised as it is by that operation (`up`, `set-config`, ...):
+    what no Pulumi command failing looks like (an exec plugin, a bug)."""
 
     previews: dict[str, list[EngineEvent]] = field(default_factory=dict)
     ups: dict[str, list[EngineEvent]] = field(default_factory=dict)
@@ -85,9 +87,15 @@ class FakeEngine:
     outputs_of: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[tuple[str, str]] = field(default_factory=list)
     config: dict[tuple[str, str], str] = field(default_factory=dict)
+    raising: dict[tuple[str, str], Exception] = field(default_factory=dict)
+
+    def _raise(self, operation: str, stack: str) -> None:
+        if (operation, stack) in self.raising:
+            raise self.raising[(operation, stack)]
 
     def _replay(self, kind: str, stack: str, events: list[EngineEvent], on_event: OnEvent) -> None:
         self.calls.append((kind, stack))
+        self._raise(kind, stack)
         for e in events:
             on_event(e)
         if stack in self.failing:
@@ -100,6 +108,7 @@ class FakeEngine:
         self._replay("up", stack, self.ups.get(stack, [summary(update=2, same=8)]), on_event)
 
     def outputs(self, stack: str) -> dict[str, Any]:
+        self._raise("outputs", stack)
         return self.outputs_of.get(stack, {"nodeGroupName": "kiam-server-abc"})
 
     def config_value(self, stack: str, key: str) -> str | None:
@@ -107,6 +116,7 @@ class FakeEngine:
 
     def set_config_path(self, stack: str, key_path: str, value: str) -> None:
         self.calls.append(("set-config", f"{stack} {key_path}={value}"))
+        self._raise("set-config", stack)
 
 
 def project(tmp_path: Path, stacks: list[str], fleet: dict[str, Any]) -> Path:

@@ -60,11 +60,16 @@ def test_same_ca_in_every_phase(phase_run: tuple[str, Recording]) -> None:
         "kiam-tls-server",
         "kiam-tls-agent",
     }
-    for leaf in rec.by_type("tls:index/locallySignedCert:LocallySignedCert"):
+    leaves = rec.by_type("tls:index/locallySignedCert:LocallySignedCert")
+    assert sorted(leaf.name for leaf in leaves) == ["kiam-tls-agent", "kiam-tls-server"]
+    for leaf in leaves:
         assert leaf.inputs["caCertPem"] == CA_CERT
         assert leaf.inputs["caPrivateKeyPem"] == CA_KEY
         assert "caPrivateKeyPem" in leaf.secret_paths
-    for secret in rec.by_type("kubernetes:core/v1:Secret"):
+    # Both Secrets in every phase, phase servers too.
+    secrets = rec.by_type("kubernetes:core/v1:Secret")
+    assert sorted(secret.name for secret in secrets) == ["kiam-tls-agent", "kiam-tls-server"]
+    for secret in secrets:
         assert secret.inputs["stringData"]["ca.crt"] == CA_CERT
 
 
@@ -234,6 +239,21 @@ TAKEN_OVER = {
     ("kubernetes:core/v1:Service", "kiam-server"),
     ("kubernetes:apps/v1:DaemonSet", "kiam-agent"),
 }
+# Every Kubernetes object an adopting stack makes (the namespace is the running install's).
+ADOPTING_OBJECTS = TAKEN_OVER | {
+    ("kubernetes:apps/v1:Deployment", "kiam-server"),
+    ("kubernetes:core/v1:Secret", "kiam-tls-agent"),
+    ("kubernetes:core/v1:Secret", "kiam-tls-server"),
+    ("kubernetes:policy/v1:PodDisruptionBudget", "kiam-server"),
+    ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kiam-server"),
+    ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "kiam-server"),
+}
+# In phase servers the running install keeps its agents, their account and the Service.
+LEFT_TO_THE_RUNNING_INSTALL = {
+    ("kubernetes:core/v1:ServiceAccount", "kiam-agent"),
+    ("kubernetes:core/v1:Service", "kiam-server"),
+    ("kubernetes:apps/v1:DaemonSet", "kiam-agent"),
+}
 
 
 @pytest.mark.parametrize(
@@ -249,6 +269,9 @@ def test_what_the_running_install_has_is_taken_over_by_force_and_kept_until_comp
     runbook replaces it (`--cascade=orphan`) and a skipped step fails on a conflict."""
     rec = run_program(adoption_config(phase))
     kubernetes = [r for r in rec.registrations if r.type.startswith("kubernetes:")]
+    made = ADOPTING_OBJECTS - (LEFT_TO_THE_RUNNING_INSTALL if phase == "servers" else set())
+    assert len(kubernetes) == len(made)
+    assert {(r.type, r.name) for r in kubernetes} == made
     for r in kubernetes:
         annotations = (r.inputs.get("metadata") or {}).get("annotations") or {}
         forced = annotations.get("pulumi.com/patchForce") == "true"
@@ -267,6 +290,8 @@ def test_what_the_running_install_has_is_taken_over_by_force_and_kept_until_comp
 
 
 def test_without_adoption_nothing_is_forced_or_kept(base_run: Recording) -> None:
+    # Every resource of the base stack (tests/test_plan.py counts the same 36 in the dev plan).
+    assert len(base_run.registrations) == 36
     for r in base_run.registrations:
         annotations = (r.inputs.get("metadata") or {}).get("annotations") or {}
         assert "pulumi.com/patchForce" not in annotations

@@ -19,9 +19,19 @@ EXPECTED: dict[str, list[str]] = yaml.safe_load((CORPUS / "expected.yaml").read_
 CASES = sorted(p for p in CORPUS.glob("*.yaml") if p.name != "expected.yaml")
 
 
+# How many malformed stack files the corpus holds; a case added or removed changes it here too.
+CASE_COUNT = 124
+
+
 def test_the_corpus_is_large_and_every_file_has_an_expectation() -> None:
-    assert len(CASES) >= 40
-    assert sorted(p.name for p in CASES) == sorted(EXPECTED)
+    # Nothing else in the folder: a case under another extension would be silently skipped.
+    assert sorted(p.name for p in CORPUS.iterdir() if p.suffix != ".yaml") == []
+    assert len(CASES) == CASE_COUNT
+    assert len(EXPECTED) == CASE_COUNT
+    names = {p.name for p in CASES}
+    assert sorted(names - set(EXPECTED)) == []  # every file has an expectation
+    assert sorted(set(EXPECTED) - names) == []  # every expectation has a file
+    assert all(EXPECTED[name] for name in names)  # and each names at least one problem
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -47,6 +57,18 @@ def _program_cases() -> list[Path]:
             continue
         cases.append(path)
     return cases
+
+
+def test_the_program_runs_every_case_but_the_five_it_never_sees() -> None:
+    """The ones `_program_cases` leaves out, by name, so the program's cases are never empty."""
+    assert sorted(p.name for p in CASES if p not in _program_cases()) == [
+        "01-empty-file.yaml",
+        "02-yaml-list.yaml",
+        "03-yaml-syntax-error.yaml",
+        "04-config-not-a-mapping.yaml",
+        "92-inline-policy-version-unquoted.yaml",
+    ]
+    assert len(_program_cases()) == CASE_COUNT - 5
 
 
 @pytest.mark.parametrize("path", _program_cases(), ids=[p.stem for p in _program_cases()])

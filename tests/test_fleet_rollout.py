@@ -5,6 +5,7 @@ and refuses a stack not at the phase before."""
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +44,12 @@ def gate_failing(*unhealthy: str) -> Callable[[str, Callable[[str], None]], tupl
 
 
 def roll(
-    tmp_path: Path, engine: FakeEngine, gate: Any, state: RolloutState | None = None, **kw: Any
+    tmp_path: Path,
+    engine: FakeEngine,
+    gate: Any,
+    state: RolloutState | None = None,
+    prepare: Callable[[str], None] = lambda stack: None,
+    **kw: Any,
 ) -> tuple[Outcome, RolloutState, list[str], list[str]]:
     state = state or RolloutState()
     saved: list[str] = []
@@ -55,6 +61,7 @@ def roll(
         state,
         lambda s: saved.append(s.to_json()),
         lines.append,
+        prepare,
     )
     return outcome, state, lines, saved
 
@@ -150,6 +157,205 @@ def test_stacks_running_at_once_finish_but_no_new_one_starts(tmp_path: Path) -> 
         done=["b"], failed={"a": "health gate: 1 of 2 servers Ready"}, untouched=["c", "d"]
     )
     assert sorted(engine.calls) == [("up", "a"), ("up", "b")]
+
+
+# --- a step that raises --------------------------------------------------------------------------
+# Whatever prepare, up or the gate raise (an exec plugin failing, `aws eks update-kubeconfig`
+# failing, an API read raising, a bug) is that stack's failure: recorded, stopping the rollout.
+
+STOPPED_AT_B = (
+    "Rollout stopped:\n"
+    "  done: a\n"
+    "  failed: b: {reason}\n"
+    "  never touched: c, d\n"
+    "Fix the cause, then run `python -m tools.fleet up --resume`."
+)
+
+
+def assert_stopped_at_b(outcome: Outcome, saved: list[str], reason: str) -> None:
+    assert outcome == Outcome(done=["a"], failed={"b": reason}, untouched=["c", "d"])
+    assert outcome.render() == STOPPED_AT_B.format(reason=reason)
+    assert json.loads(saved[-1]) == {
+        "adoptionPhase": None,
+        "stacks": {"a": {"status": "done"}, "b": {"status": "failed", "reason": reason}},
+    }
+
+
+def test_a_gate_that_raises_is_the_stacks_failure_and_stops_the_rollout(tmp_path: Path) -> None:
+    def gate(stack: str, progress: Callable[[str], None]) -> tuple[bool, str]:
+        if stack == "b":
+            raise RuntimeError("GET /api/v1/nodes: 500 Internal Server Error")
+        return True, ""
+
+    engine = FakeEngine()
+    outcome, _, lines, saved = roll(tmp_path, engine, gate)
+    reason = "health gate raised RuntimeError: GET /api/v1/nodes: 500 Internal Server Error"
+    assert_stopped_at_b(outcome, saved, reason)
+    assert engine.calls == [("up", "a"), ("up", "b")]  # c and d never started
+    assert lines[-1] == f"[rest] b: {reason}"
+
+
+def test_an_up_that_raises_something_else_than_an_engine_error_stops_the_rollout(
+    tmp_path: Path,
+) -> None:
+    engine = FakeEngine(raising={("up", "b"): FileNotFoundError("no such file: 'pulumi'")})
+    outcome, _, lines, saved = roll(tmp_path, engine, gate_failing())
+    reason = "pulumi up raised FileNotFoundError: no such file: 'pulumi'"
+    assert_stopped_at_b(outcome, saved, reason)
+    assert engine.calls == [("up", "a"), ("up", "b")]
+    assert lines[-2:] == ["[rest] b: up", f"[rest] b: {reason}"]
+
+
+def test_a_prepare_that_raises_something_else_than_a_value_error_stops_the_rollout(
+    tmp_path: Path,
+) -> None:
+    def prepare(stack: str) -> None:
+        if stack == "b":
+            raise KeyError("kiam:adoption")
+
+    engine = FakeEngine()
+    outcome, _, lines, saved = roll(tmp_path, engine, gate_failing(), prepare=prepare)
+    reason = "prepare raised KeyError: 'kiam:adoption'"
+    assert_stopped_at_b(outcome, saved, reason)
+    assert engine.calls == [("up", "a")]  # b's up never ran, nor anything after it
+    assert lines[-2:] == ["wave 2/2 rest: b, c, d", f"[rest] b: {reason}"]
+
+
+def test_an_exception_without_a_message_is_named_by_its_type(tmp_path: Path) -> None:
+    engine = FakeEngine(raising={("up", "b"): RuntimeError()})
+    outcome, _, _, saved = roll(tmp_path, engine, gate_failing())
+    assert_stopped_at_b(outcome, saved, "pulumi up raised RuntimeError")
+
+
+def test_stacks_running_beside_one_that_raises_finish(tmp_path: Path) -> None:
+    waves = [{"name": "all", "stacks": ["*"], "parallel": 2}]
+    b_started, a_recorded = threading.Event(), threading.Event()
+
+    class Engine(FakeEngine):
+        def up(self, stack: str, on_event: Any) -> None:
+            super().up(stack, on_event)
+            if stack == "b":
+                b_started.set()
+
+    def gate(stack: str, progress: Callable[[str], None]) -> tuple[bool, str]:
+        if stack == "a":
+            assert b_started.wait(10)
+            raise ConnectionResetError("connection reset by peer")
+        assert a_recorded.wait(10)
+        return True, ""
+
+    def save(state: RolloutState) -> None:
+        if state.status("a") == "failed":
+            a_recorded.set()
+
+    engine = Engine()
+    outcome = roll_out(
+        engine, planned(tmp_path, waves), gate, RolloutState(), save, lambda line: None
+    )
+    assert outcome == Outcome(
+        done=["b"],
+        failed={"a": "health gate raised ConnectionResetError: connection reset by peer"},
+        untouched=["c", "d"],
+    )
+    assert sorted(engine.calls) == [("up", "a"), ("up", "b")]
+
+
+def _healthy_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's gate without a live cluster: every cluster healthy."""
+    monkeypatch.setattr(cli, "run_gate", lambda *a, **k: GateResult(True))
+    monkeypatch.setattr(cli, "kubeconfig_for", lambda *a: Path("kubeconfig"))
+    monkeypatch.setattr(cli, "KubeApi", lambda path: None)
+
+
+UPDATE_KUBECONFIG = ["aws", "eks", "update-kubeconfig", "--name", "kiam-dev"]
+
+
+def _update_kubeconfig_fails_for_b(
+    fleet: Any, engine: Any, stack: str, settings: Any, folder: Path
+) -> Path:
+    if stack == "b":
+        raise subprocess.CalledProcessError(254, UPDATE_KUBECONFIG)
+    return Path("kubeconfig")
+
+
+@pytest.mark.parametrize(
+    ("raising", "gate_kubeconfig", "reason"),
+    [
+        pytest.param(
+            {},
+            _update_kubeconfig_fails_for_b,
+            f"health gate raised CalledProcessError: Command '{UPDATE_KUBECONFIG}' returned "
+            "non-zero exit status 254.",
+            id="gate",
+        ),
+        pytest.param(
+            {("outputs", "b"): ValueError("stack outputs: not JSON")},
+            None,
+            "health gate raised ValueError: stack outputs: not JSON",
+            id="gate-reading-outputs",
+        ),
+        pytest.param(
+            {("up", "b"): OSError("exec plugin aws: not found")},
+            None,
+            "pulumi up raised OSError: exec plugin aws: not found",
+            id="up",
+        ),
+    ],
+)
+def test_the_command_reports_a_step_that_raised_as_the_stopped_rollout(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    raising: dict[tuple[str, str], Exception],
+    gate_kubeconfig: Any,
+    reason: str,
+) -> None:
+    path = project(tmp_path, STACKS, {"waves": WAVES})
+    engine = FakeEngine(raising=raising)
+    _healthy_gate(monkeypatch)
+    if gate_kubeconfig is not None:
+        monkeypatch.setattr(cli, "kubeconfig_for", gate_kubeconfig)
+    code = cli.main(["--fleet", str(path), "up"], engine_factory=lambda f: engine)
+    assert code == 1
+    assert engine.calls == [("up", "a"), ("up", "b")]  # c and d never started
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    assert captured.err == ""
+    assert captured.out.endswith(STOPPED_AT_B.format(reason=reason) + "\n")
+    assert f"[rest] b: {reason}\n" in captured.out
+    assert json.loads((tmp_path / ".fleet" / "rollout-state.json").read_text()) == {
+        "adoptionPhase": None,
+        "stacks": {"a": {"status": "done"}, "b": {"status": "failed", "reason": reason}},
+    }
+
+
+def test_the_command_reports_a_prepare_that_raised_as_the_stopped_rollout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = project(tmp_path, STACKS, {"waves": WAVES, "adoption": {"gate": "wave"}})
+    for stack in ("a", "b"):
+        with_phase(tmp_path / "stacks" / f"Pulumi.{stack}.yaml", "servers")
+    engine = FakeEngine(raising={("set-config", "b"): PermissionError(13, "Permission denied")})
+    _healthy_gate(monkeypatch)
+    code = cli.main(
+        ["--fleet", str(path), "up", "--adoption-phase", "takeover"],
+        engine_factory=lambda f: engine,
+    )
+    assert code == 1
+    assert engine.calls == [
+        ("set-config", "a kiam:adoption.phase=takeover"),
+        ("up", "a"),
+        ("set-config", "b kiam:adoption.phase=takeover"),
+    ]
+    reason = "prepare raised PermissionError: [Errno 13] Permission denied"
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    assert captured.err == ""
+    assert captured.out.endswith(STOPPED_AT_B.format(reason=reason) + "\n")
+    assert json.loads((tmp_path / ".fleet" / "rollout-state.json").read_text()) == {
+        "adoptionPhase": "takeover",
+        "stacks": {"a": {"status": "done"}, "b": {"status": "failed", "reason": reason}},
+    }
 
 
 # --- adoption phases -----------------------------------------------------------------------------

@@ -65,12 +65,30 @@ def test_an_example_stack_trusts_an_application_through_irsa() -> None:
     )
 
 
+def test_the_example_stacks() -> None:
+    """Every test over `stack_plan` runs once per example stack: none is left out unnoticed."""
+    assert EXAMPLE_STACKS == ["dev", "production"]
+
+
+# kiam's own roles in every example stack, each with its one inline policy.
+KIAM_INLINE_POLICIES = {
+    "kiam-iam-server-node.json": ["kiam-iam-server-node-assume-server"],
+    "kiam-iam-server.json": ["kiam-iam-server-assume-applications"],
+}
+
+
 def test_iam_documents_are_least_privilege(stack_plan: tuple[str, Plan]) -> None:
     stack, plan = stack_plan
     kiam_path = example_settings(stack).iam.kiam_role_path
     # kiam's own chain; application roles carry what their stack file grants them.
-    for role in (r for r in plan.iam.values() if r["path"] == kiam_path):
+    kiam_roles = {name: r for name, r in plan.iam.items() if r["path"] == kiam_path}
+    assert len(kiam_roles) == KIAM_ROLES
+    assert {name: sorted(r["inlinePolicies"]) for name, r in kiam_roles.items()} == (
+        KIAM_INLINE_POLICIES
+    )
+    for name, role in kiam_roles.items():
         for document in [role["trustPolicy"], *role["inlinePolicies"].values()]:
+            assert len(document["Statement"]) == 1, name
             for statement in document["Statement"]:
                 assert statement["Action"] == "sts:AssumeRole"
                 assert statement.get("Resource") != "*"

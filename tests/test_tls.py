@@ -61,7 +61,9 @@ def test_certificate_uses_and_lifetimes(base_run: Recording) -> None:
     assert ca.inputs["isCaCertificate"] is True
     assert ca.inputs["validityPeriodHours"] == 87600
     assert "earlyRenewalHours" not in ca.inputs
-    assert {k.inputs["algorithm"] for k in base_run.by_type(KEY)} == {"ECDSA"}
+    keys = base_run.by_type(KEY)
+    assert sorted(k.name for k in keys) == ["kiam-tls-agent", "kiam-tls-ca", "kiam-tls-server"]
+    assert {k.inputs["algorithm"] for k in keys} == {"ECDSA"}
 
 
 def test_secrets_are_tls_secrets_whose_payload_stays_secret(base_run: Recording) -> None:
@@ -79,7 +81,10 @@ def test_secrets_are_tls_secrets_whose_payload_stays_secret(base_run: Recording)
 
 
 def test_private_keys_reach_certificates_only_as_secrets(base_run: Recording) -> None:
-    for leaf in base_run.by_type(LEAF):
+    leaves, requests = base_run.by_type(LEAF), base_run.by_type(CSR)
+    assert sorted(leaf.name for leaf in leaves) == ["kiam-tls-agent", "kiam-tls-server"]
+    assert sorted(request.name for request in requests) == ["kiam-tls-agent", "kiam-tls-server"]
+    for leaf in leaves:
         assert "caPrivateKeyPem" in leaf.secret_paths
-    for request in base_run.by_type(CSR):
+    for request in requests:
         assert "privateKeyPem" in request.secret_paths

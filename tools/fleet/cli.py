@@ -5,8 +5,9 @@
     python -m tools.fleet waves                # the waves' names as JSON (the deploy workflow)
 
 Both read `--fleet fleet.yaml` (the default). Exit codes, as the plan's: 0 clean; 1 a preview,
-a policy, an `up` or a health gate failed (the rollout stopped); 2 the fleet file or a stack's
-settings are invalid (nothing was previewed or changed).
+a policy, an `up` or a health gate failed (the rollout stopped; also when a stack's step raised,
+which the rollout records as its failure); 2 the fleet file or a stack's settings are invalid
+(nothing was previewed or changed).
 """
 
 from __future__ import annotations

@@ -71,6 +71,12 @@ Prepare = Callable[[str], None]
 """Run before a stack's up (the adoption phase is set here); raises ValueError to refuse it."""
 
 
+def raised(step: str, error: Exception) -> str:
+    """A step's unexpected exception as the stack's failure: `health gate raised RuntimeError: x`."""
+    message = str(error)
+    return f"{step} raised {type(error).__name__}" + (f": {message}" if message else "")
+
+
 def roll_out(
     engine: Engine,
     planned: list[PlannedWave],
@@ -81,7 +87,9 @@ def roll_out(
     prepare: Prepare = lambda stack: None,
 ) -> Outcome:
     """Wave by wave, `parallel` stacks at once; a stack already done (a resumed rollout) is
-    skipped. Once a stack fails, no further stack starts (those running finish)."""
+    skipped. Once a stack fails, no further stack starts (those running finish). Any exception
+    from `prepare`, `engine.up` or `gate` is that stack's failure (recorded, with the step, the
+    exception's type and message), never one escaping the rollout."""
     lock = threading.Lock()
     stop = threading.Event()
 
@@ -97,37 +105,49 @@ def roll_out(
     def one(wave: str, stack: str) -> None:
         if stop.is_set():
             return
+
+        def said(line: str) -> None:
+            say(f"[{wave}] {stack}: {line}")
+
+        def fail(reason: str, line: str | None = None) -> None:
+            said(line or reason)
+            record(stack, FAILED, reason)
+            stop.set()
+
         try:
             prepare(stack)
         except ValueError as refused:
-            say(f"[{wave}] {stack}: refused: {refused}")
-            record(stack, FAILED, str(refused))
-            stop.set()
+            fail(str(refused), f"refused: {refused}")
             return
-        say(f"[{wave}] {stack}: up")
+        except Exception as error:  # anything else is the stack's failure too, never lost
+            fail(raised("prepare", error))
+            return
+        said("up")
         summary = EventSummary(stack)
         try:
             engine.up(stack, summary)
         except EngineError as error:
-            reason = f"pulumi up failed: {summary.finish(str(error)).error}"
-            say(f"[{wave}] {stack}: {reason}")
-            record(stack, FAILED, reason)
-            stop.set()
+            fail(f"pulumi up failed: {summary.finish(str(error)).error}")
+            return
+        except Exception as error:
+            fail(raised("pulumi up", error))
             return
         changes = summary.result.changes
-        say(
-            f"[{wave}] {stack}: up done ("
+        said(
+            "up done ("
             + ", ".join(f"{n} {op}d" for op, n in changes.items() if n)
             + ("" if any(changes.values()) else "no changes")
             + "); health gate"
         )
-        healthy, why = gate(stack, lambda line: say(f"[{wave}] {stack}: {line}"))
-        if not healthy:
-            say(f"[{wave}] {stack}: health gate failed: {why}")
-            record(stack, FAILED, f"health gate: {why}")
-            stop.set()
+        try:
+            healthy, why = gate(stack, said)
+        except Exception as error:
+            fail(raised("health gate", error))
             return
-        say(f"[{wave}] {stack}: healthy")
+        if not healthy:
+            fail(f"health gate: {why}", f"health gate failed: {why}")
+            return
+        said("healthy")
         record(stack, DONE)
 
     for number, p in enumerate(planned, 1):

@@ -7,11 +7,13 @@ import pulumi
 from components.cloud import CloudSide
 from program.aws_cloud import AwsCloud
 from program.providers import create_providers
-from program.stack import build, export_outputs
+from program.stack import build, export_outputs, judge_change
 from settings import SettingsError, load_settings
 
 try:
     settings = load_settings()
+    # What the stack's last update installed, and whether this change can be applied to it.
+    transition = judge_change(settings)
 except SettingsError as error:
     # RunError ends the program with the message alone: a user mistake gets no traceback, and
     # since nothing has been registered yet, nothing is created, changed or deleted.
@@ -19,4 +21,4 @@ except SettingsError as error:
 
 providers = create_providers(settings)
 cloud: CloudSide = AwsCloud(settings, providers.oidc_issuer)
-export_outputs(build(settings, cloud, providers.as_list()), settings)
+export_outputs(build(settings, cloud, providers.as_list(), transition), settings, transition)

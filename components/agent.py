@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from contracts import labels, names
+from contracts.labels import PATCH_FORCE_ANNOTATION
 from settings.adoption import Adoption
 from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
 from settings.node_group import TaintSettings
@@ -46,6 +47,10 @@ class AgentArgs:
     DaemonSet are taken over (docs/migration.md)."""
     pod_annotations: dict[str, str] | None = None
     """Annotations of the agent pods (the `prometheus.io/*` scrape annotations, when asked for)."""
+    force_apply: bool = False
+    """Apply the DaemonSet with force: a retirement that stopped half way left a patch owning the
+    agents' arguments (`--iptables-remove`), and the stack takes them back, rolling every agent to
+    its own command line (components/agent_retirement.py)."""
 
 
 class KiamAgent(pulumi.ComponentResource):
@@ -63,6 +68,7 @@ class KiamAgent(pulumi.ComponentResource):
         meta_labels = {**labels.workload_labels("agent", s.image), **adoption.agent_extra_labels}
         account_taken_over = taking_over_options(adoption.agent_account)
         daemon_set_taken_over = taking_over_options(adoption.agent_daemon_set)
+        forced = {"annotations": {PATCH_FORCE_ANNOTATION: "true"}} if args.force_apply else {}
         account = k8s.core.v1.ServiceAccount(
             name,
             metadata={
@@ -82,6 +88,7 @@ class KiamAgent(pulumi.ComponentResource):
                 "namespace": args.namespace,
                 "labels": meta_labels,
                 **daemon_set_taken_over.metadata,
+                **forced,
             },
             spec={
                 "selector": {"matchLabels": dict(adoption.agent_selector)},

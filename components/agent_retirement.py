@@ -35,18 +35,11 @@ The patch is kept on delete (`retainOnDelete`), for three reasons:
   template with no arguments at all, and every agent would be rolled into a crash loop;
 - nothing of it outlives the DaemonSet in the cluster: the object it patched is deleted.
 
-Retiring, or retired? The settings cannot say (`kiam:retire` stays true), so the component
-reads the stack's own last outputs: a `pulumi.StackReference` to this very stack
-(`<organization>/<project>/<stack>`; the self-managed "DIY" backend names every organization
-`organization`, pulumi/pulumi 1b594989 pkg/backend/diy/state.go and store.go). The engine's builtin
-provider reads it, in a preview as in an update, from the backend's stored checkpoint: the root
-stack resource's outputs (pkg/resource/deploy/builtins.go `readStackReference`,
-pkg/backend/backend.go `GetStackOutputs`, pkg/backend/diy/state.go `getSnapshotStackOutputs`:
-no checkpoint yet gives no outputs). During the update itself those are still the previous
-update's: the root stack is the first registration, a same step keeps its old outputs
-(pkg/resource/deploy/step.go `SameStep.Apply`), and the new ones are recorded only when the
-program registers them at its end. The patch is registered only while those outputs hold
-`serverAddress`, which `program/stack.py` exports exactly while kiam is installed:
+Retiring, or retired? The settings cannot say (`kiam:retire` stays true), so the program reads
+what the stack's last update left before it registers anything (program/last_update.py,
+settings/transitions.py): the patch is registered only while those facts show kiam installed
+(`Transition.roll_agents_before_retiring`). The engine hands the program the checkpoint the
+previous update left, in a preview as in an update, so:
 
 - the `pulumi up` (and its preview) that retires kiam reads an install: the patch rolls the agents;
 - a stack whose first `pulumi up` already has `kiam:retire` has no outputs: nothing to roll;
@@ -54,13 +47,17 @@ program registers them at its end. The patch is registered only while those outp
   patch from the state (a retained delete: the cluster is not touched), the next is a no-op;
 - after `pulumi refresh` (which forgets the patch once its DaemonSet is gone: the provider's
   `Read` finds a 404, pulumi-kubernetes provider/pkg/provider/provider.go) nothing applies it
-  again, which before this check made every later `pulumi up` fail (measured:
-  `namespaces "kiam" not found`).
+  again: the outputs, which `refresh` leaves, still show the stack retired.
 
 `done` resolves only once the patch is applied (the URN of a registration arrives when its step
 completes, an error rejects it), and `program/stack.py` makes the stack outputs wait for it: if
-the roll fails, the stack keeps its previous outputs, `serverAddress` included, and the next
-`pulumi up` rolls again instead of deleting agents that still keep their rule.
+the roll fails, the stack keeps its previous outputs, `installed` included, and the next
+`pulumi up` rolls again instead of deleting agents that still keep their rule. If the next
+`pulumi up` sets `kiam:retire` back to false instead, the patch is still in the state with some
+agents rolled to `--iptables-remove`: the agent DaemonSet is then applied with force
+(`Transition.restore_agents`, components/agent.py), which takes the arguments back from the
+patch and rolls every agent to the stack's own command line, and the patch, no longer
+registered, is forgotten (kept on delete).
 """
 
 from __future__ import annotations
@@ -89,14 +86,14 @@ class AgentRetirementArgs:
     """The agent DaemonSet's name (the running install's, after an adoption)."""
     server_address: str
     """What the running agents dial; part of their command line."""
+    roll: bool
+    """The last update left kiam installed, so there are agents to roll."""
 
 
 class AgentRetirement(pulumi.ComponentResource):
     """The patch that rolls every agent to `--iptables-remove` before the agents are deleted,
-    registered only while the stack's last outputs show kiam installed (see the module)."""
+    registered only while the stack's last update left kiam installed (see the module)."""
 
-    last_outputs: pulumi.StackReference
-    """This stack's own outputs as the previous update left them."""
     done: pulumi.Output[str]
     """The patch's URN once the agents are rolled; "" when there was nothing to roll."""
 
@@ -104,25 +101,11 @@ class AgentRetirement(pulumi.ComponentResource):
         self, name: str, args: AgentRetirementArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("kiam:index:AgentRetirement", name, None, opts)
-        self.last_outputs = pulumi.StackReference(
-            f"{name}-last-outputs",
-            stack_name=own_stack_name(),
-            opts=pulumi.ResourceOptions(parent=self),
+        # A new stack, or one already retired, has no agent left to roll.
+        self.done = (
+            _retirement_patch(name, args, self).urn if args.roll else pulumi.Output.from_input("")
         )
-
-        def roll(server_address: object) -> pulumi.Input[str]:
-            if server_address is None:
-                return ""  # a new stack, or one already retired: no agent left to roll
-            urn: pulumi.Output[str] = _retirement_patch(name, args, self).urn
-            return urn
-
-        self.done = self.last_outputs.get_output(names.SERVER_ADDRESS_OUTPUT).apply(roll)
         self.register_outputs({"done": self.done})
-
-
-def own_stack_name() -> str:
-    """This stack's fully qualified name, as a `StackReference` to it is written."""
-    return f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
 
 
 def _retirement_patch(

@@ -19,6 +19,7 @@ from components.server import KiamServer, ServerArgs
 from components.tls import KiamTls, TlsArgs
 from contracts import names
 from settings.stack import StackSettings
+from settings.transitions import Transition, first_update
 from specs import alert_rules, iam_policies
 
 
@@ -30,6 +31,10 @@ class KiamArgs:
     """The validated settings of the stack."""
     cloud: CloudSide
     """Creates what lives outside Kubernetes: IAM, the dedicated nodes, certificates, roles."""
+    transition: Transition | None = None
+    """The change from what the stack's last update installed, judged (settings/transitions.py):
+    what this update must keep or arrange so that credentials keep flowing while it applies.
+    None: the stack's first update."""
 
 
 class Kiam(pulumi.ComponentResource):
@@ -60,6 +65,9 @@ class Kiam(pulumi.ComponentResource):
     """The Prometheus Operator's objects, when `kiam:monitoring` asks for them (never once retired)."""
     server_address: str
     """What agents dial."""
+    settled: pulumi.Output[bool]
+    """True once the servers, the agents and any retirement roll are done: the stack output
+    `installed` waits for it, so a failed update leaves the facts of the one before."""
 
     def __init__(
         self, name: str, args: KiamArgs, opts: pulumi.ResourceOptions | None = None
@@ -74,9 +82,13 @@ class Kiam(pulumi.ComponentResource):
         self.server_nodes = self.tls = self.server = self.agent = self.monitoring = None
         self.retirement = None
         if s.retire:
-            self._retire(name, s, child)
+            self._retire(name, args, child)
         else:
             self._install(name, args, child)
+        self.settled = pulumi.Output.all(
+            *[r.urn for r in self._awaited()],
+            *([self.retirement.done] if self.retirement is not None else []),
+        ).apply(lambda _: True)
         self.applications = self._applications(name, args, child)
         self.register_outputs(
             {}
@@ -90,10 +102,24 @@ class Kiam(pulumi.ComponentResource):
             }
         )
 
-    def _retire(self, name: str, s: StackSettings, child: pulumi.ResourceOptions) -> None:
+    def _awaited(self) -> list[pulumi.Resource]:
+        """What must be done before the update's facts are recorded: the rollouts."""
+        return [
+            r
+            for r in (
+                self.server.deployment if self.server else None,
+                self.agent.daemon_set if self.agent else None,
+            )
+            if r is not None
+        ]
+
+    def _retire(self, name: str, args: KiamArgs, child: pulumi.ResourceOptions) -> None:
         """Register only what rolls the agents; everything else of the install is no longer
         registered, so the engine deletes it at the end of this `pulumi up`, agents first
         (components/agent_retirement.py says why that order holds)."""
+        s = args.settings
+        transition = args.transition or first_update(s)
+        self._namespace(name, s, transition, child)
         self.roles = RetiredRoles(
             role_base_arn=iam_policies.role_base_arn(
                 s.cluster.partition, s.cluster.account_id, s.iam
@@ -106,9 +132,36 @@ class Kiam(pulumi.ComponentResource):
                 namespace=s.namespace.name,
                 daemon_set_name=s.adoption_state.agent_daemon_set_name,
                 server_address=self.server_address,
+                roll=transition.roll_agents_before_retiring,
             ),
             child,
         )
+
+    @staticmethod
+    def _namespace(
+        name: str, s: StackSettings, transition: Transition, child: pulumi.ResourceOptions
+    ) -> pulumi.Input[str]:
+        """kiam's namespace: created (and owned) by the stack, released, or used as found.
+
+        Released: `kiam:namespace.create` switched off for a namespace the stack created. Not
+        registering it would delete it, and everything in it, at the end of the update; it is
+        registered once more, kept on delete, so the next update forgets it from the state and
+        the cluster keeps it (settings/transitions.py)."""
+        if transition.namespace == "use":
+            return s.namespace.name
+        namespace: pulumi.Output[str] = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": s.namespace.name,
+                # The agent needs host networking and NET_ADMIN: Pod Security must allow it here.
+                "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
+            },
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(retain_on_delete=transition.namespace == "release"),
+            ),
+        ).metadata.name
+        return namespace
 
     def _install(self, name: str, args: KiamArgs, child: pulumi.ResourceOptions) -> None:
         s, cloud = args.settings, args.cloud
@@ -117,17 +170,8 @@ class Kiam(pulumi.ComponentResource):
         self.roles = cloud.roles(f"{name}-iam", child)
         server_nodes = cloud.server_nodes(names.server_nodes_name(name), self.roles, child)
         self.server_nodes = server_nodes
-        namespace: pulumi.Input[str] = s.namespace.name
-        if s.namespace.create:
-            namespace = k8s.core.v1.Namespace(
-                f"{name}-namespace",
-                metadata={
-                    "name": s.namespace.name,
-                    # The agent needs host networking and NET_ADMIN: Pod Security must allow it here.
-                    "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
-                },
-                opts=child,
-            ).metadata.name
+        transition = args.transition or first_update(s)
+        namespace = self._namespace(name, s, transition, child)
 
         domain = s.cluster.cluster_domain
         ca = adoption.running_install_ca
@@ -137,7 +181,12 @@ class Kiam(pulumi.ComponentResource):
             TlsArgs(
                 settings=s.tls,
                 namespace=namespace,
-                server_dns_names=names.service_dns_names(service, ns_name, domain),
+                # While the address agents dial changes, the certificate also names the one the
+                # running agents still dial, until every agent has moved (settings/transitions.py).
+                server_dns_names=[
+                    *names.service_dns_names(service, ns_name, domain),
+                    *transition.previous_server_names,
+                ],
                 authority=cloud.certificate_authority,
                 existing_ca=(
                     (ca[0].get_secret_value(), ca[1].get_secret_value()) if ca is not None else None
@@ -160,6 +209,7 @@ class Kiam(pulumi.ComponentResource):
                 tls_secret=tls.server_secret,
                 adoption=adoption,
                 pod_annotations=scrape_annotations(s.monitoring, s.server.metrics_port),
+                restart_for_names=transition.previous_server_names,
             ),
             child,
         )
@@ -178,6 +228,7 @@ class Kiam(pulumi.ComponentResource):
                     wait_for=[server.deployment],
                     adoption=adoption,
                     pod_annotations=scrape_annotations(s.monitoring, s.agent.metrics_port),
+                    force_apply=transition.restore_agents,
                 ),
                 child,
             )

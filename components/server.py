@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,10 @@ class ServerArgs:
     install's Service selects (the server pods carry them too)."""
     pod_annotations: dict[str, str] | None = None
     """Annotations of the server pods (the `prometheus.io/*` scrape annotations, when asked for)."""
+    restart_for_names: Sequence[str] = ()
+    """DNS names the server certificate names only for this update (those of the address the
+    running agents still dial): the servers restart onto it before the agents move, rather than
+    waiting for the kubelet to refresh the mounted Secret (settings/transitions.py)."""
 
 
 def rolling_update(spare_nodes: int) -> dict[str, int]:
@@ -166,6 +171,14 @@ class KiamServer(pulumi.ComponentResource):
         )
         rollout_seconds = s.rollout_timeout_minutes * 60
         timeout = f"{s.rollout_timeout_minutes}m"
+        pod_annotations = {
+            **(args.pod_annotations or {}),
+            **(
+                {labels.PREVIOUS_NAMES_ANNOTATION: ",".join(args.restart_for_names)}
+                if args.restart_for_names
+                else {}
+            ),
+        }
         self.deployment = k8s.apps.v1.Deployment(
             name,
             metadata={
@@ -191,7 +204,7 @@ class KiamServer(pulumi.ComponentResource):
                 "template": {
                     "metadata": {
                         "labels": {**workload_labels, **adoption.server_pod_extra_labels},
-                        **({"annotations": args.pod_annotations} if args.pod_annotations else {}),
+                        **({"annotations": pod_annotations} if pod_annotations else {}),
                     },
                     "spec": self._pod_spec(args, account.metadata.name),
                 },

@@ -86,8 +86,9 @@ class KiamTls(pulumi.ComponentResource):
 
         def secret(role: str, request: CertificateRequest) -> k8s.core.v1.Secret:
             leaf = args.authority.issue(f"{name}-{role}", request, ca, child)
-            # Updated in place, never replaced, and mounted as a directory (not subPath), so the
-            # kubelet swaps renewed files under a running kiam, which reloads them.
+            # Updated in place, never replaced (the stack's Kubernetes provider has
+            # enableSecretMutable, program/kubernetes.py), and mounted as a directory (not
+            # subPath), so the kubelet swaps renewed files under a running kiam, which reloads them.
             return k8s.core.v1.Secret(
                 f"{name}-{role}",
                 # Not the upstream `kiam-<role>-tls`: a running install's Secrets keep their names.

@@ -23,6 +23,10 @@ IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
 # pulumi-kubernetes applies an object carrying this with force: it takes the fields it sets from
 # the field managers that set them before (taking over what another installer created).
 PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+# On the server pod template while the server certificate also names the address the running
+# agents still dial (settings/transitions.py): its appearing and going restarts the servers onto
+# the certificate, instead of waiting for the kubelet to refresh the mounted Secret.
+PREVIOUS_NAMES_ANNOTATION = "kiam.pulumi.io/previous-server-names"
 # The recommended label naming the application (Kubernetes, "Recommended Labels"): kiam's objects
 # carry it with NAME, and the guarantees recognise them by it.
 NAME_LABEL = "app.kubernetes.io/name"

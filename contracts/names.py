@@ -22,6 +22,10 @@ def server_nodes_name(install: str) -> str:
 
 
 SERVER_NODES = server_nodes_name(INSTALL_NAME)
+# The patch that rolls the agents to remove their rule before a retirement deletes them
+# (components/agent_retirement.py): found in the stack's state, it tells a retirement that
+# stopped half way (settings/transitions.py).
+RETIREMENT_PATCH = f"{INSTALL_NAME}-agent-retirement"
 
 SERVER_NAME = "kiam-server"
 AGENT_NAME = "kiam-agent"

@@ -1,4 +1,4 @@
-"""The fifteen guarantees, numbered in the order `CHECKS` runs them, after `presence`, which runs
+"""The sixteen guarantees, numbered in the order `CHECKS` runs them, after `presence`, which runs
 first and is no guarantee of its own: it makes sure the parts the others judge exist, so none of
 them passes vacuously. Each check returns violations; unknown values (preview) are never judged."""
 
@@ -23,6 +23,7 @@ from invariants.iam_documents import as_list, document, statements
 from invariants.model import Resource, Violation, dig, is_unknown, labels_match
 from invariants.pod_identity import pod_identity, trusts_pod_identity
 from invariants.retirement import retired
+from invariants.transitions import change
 from invariants.view import (
     AGENT_CONTAINER,
     SERVER_CONTAINER,
@@ -654,6 +655,7 @@ CHECKS: dict[str, Check] = {
     "pod-identity": pod_identity,
     "off-kiam": off_kiam,
     "retired": retired,
+    "change": change,
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn, role_arn
 from settings.applications import ServedBy
+from settings.installed import Installed
 from settings.loader import load_settings
 from settings.stack import StackSettings
 
@@ -74,9 +75,16 @@ class Expected:
     """`kiam:cluster.name`: what a Pod Identity association names, and its session tag."""
     account_id: str
     """`kiam:cluster.accountId`: the `aws:SourceAccount` a Pod Identity trust is narrowed to."""
+    previous: Installed | None = None
+    """What the stack's last update installed, where the gate knows it (the mock engine's runs
+    of a change, the offline plan of one, the real-engine suite): the transition guarantees
+    judge the change from it (invariants/transitions.py). None: a first update, or a gate that
+    cannot know (a policy pack is not handed the stack's outputs), where they judge nothing."""
+    settings: StackSettings | None = None
+    """The settings themselves, for the transition guarantees."""
 
     @classmethod
-    def of(cls, settings: StackSettings) -> Expected:
+    def of(cls, settings: StackSettings, previous: Installed | None = None) -> Expected:
         cluster, iam = settings.cluster, settings.iam
         taint = settings.node_group.taint
         partition, account = cluster.partition, cluster.account_id
@@ -114,6 +122,8 @@ class Expected:
             retire=settings.retire,
             cluster_name=cluster.name,
             account_id=account,
+            previous=previous,
+            settings=settings,
         )
 
     @classmethod

@@ -41,6 +41,8 @@ class Resource:
     them (pulumi-policy hands no `replaceOnChanges` to a policy pack)."""
     outputs: Mapping[str, Any] = field(default_factory=dict)
     """Outputs where the gate knows them (the mock engine; an update): checks use them when present."""
+    retain_on_delete: bool | None = None
+    """`retainOnDelete`; None where the gate cannot see it (a policy pack is not told)."""
 
 
 @dataclass(frozen=True, order=True)

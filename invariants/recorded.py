@@ -41,6 +41,8 @@ class RecordedRegistration(Protocol):
     def replace_on_changes(self) -> Sequence[str]: ...
     @property
     def outputs(self) -> Mapping[str, Any]: ...
+    @property
+    def retain_on_delete(self) -> bool: ...
 
 
 class RecordedRun(Protocol):
@@ -72,6 +74,7 @@ def resources_from_recording(recording: RecordedRun) -> list[Resource]:
             parent=r.parent,
             replace_on_changes=tuple(r.replace_on_changes),
             outputs=r.outputs,
+            retain_on_delete=r.retain_on_delete,
         )
         for r in recording.registrations
         if r.custom

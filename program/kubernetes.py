@@ -24,6 +24,12 @@ def kubernetes_provider(settings: StackSettings, kubeconfig: pulumi.Input[str]) 
         kubeconfig=kubeconfig,
         # Never fall back to another cluster's current context.
         cluster_identifier=settings.cluster.name,
+        # A Secret is updated in place, never replaced: a replacement of a named Secret deletes
+        # it before creating it again (pulumi-kubernetes provider.go, `forceNewProperties`: any
+        # change of a Secret's data or type forces one unless this is set), and an update
+        # interrupted in between would leave kiam's certificate Secret missing. With it, a
+        # re-issued certificate is one update of the Secret, which kiam reloads.
+        enable_secret_mutable=True,
         **upsert_option(settings),
     )
 

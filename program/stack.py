@@ -12,22 +12,45 @@ import pulumi
 from components.cloud import ApplicationAccess, CloudSide
 from components.kiam import Kiam, KiamArgs
 from contracts import names
+from program.last_update import read_last_update
+from settings import installed
 from settings.applications import ApplicationSettings
+from settings.loader import stack_file_for
 from settings.stack import StackSettings
+from settings.transitions import Transition, judge
+
+
+def judge_change(settings: StackSettings) -> Transition:
+    """The change from what this stack's last update installed to `settings`, judged before
+    anything is registered (settings/transitions.py): raises `RefusedChangeError` for a change
+    that would take credentials away, and says in the engine's log what it sequences."""
+    last = read_last_update()
+    transition = judge(
+        settings, last.installed(), last.resources, stack_file_for(pulumi.get_stack())
+    )
+    for verdict in transition.verdicts:
+        # Diagnostics a preview shows under the resources: what the change does, and how.
+        pulumi.log.info(f"{verdict.kind.value} change: {verdict}")
+    return transition
 
 
 def build(
-    settings: StackSettings, cloud: CloudSide, providers: Sequence[pulumi.ProviderResource]
+    settings: StackSettings,
+    cloud: CloudSide,
+    providers: Sequence[pulumi.ProviderResource],
+    transition: Transition | None = None,
 ) -> Kiam:
     """The `Kiam` component, with the stack's providers handed down to every child."""
     return Kiam(
         names.INSTALL_NAME,
-        KiamArgs(settings=settings, cloud=cloud),
+        KiamArgs(settings=settings, cloud=cloud, transition=transition),
         pulumi.ResourceOptions(providers=list(providers)),
     )
 
 
-def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
+def export_outputs(
+    kiam: Kiam, settings: StackSettings, transition: Transition | None = None
+) -> None:
     """The stack outputs the README documents.
 
     Once kiam is retired (`kiam:retire`) only `applications` remains: kiam's outputs (its roles,
@@ -56,6 +79,11 @@ def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
             lambda done_and_applications: done_and_applications[1]
         )
     pulumi.export("applications", applications)
+    previous = transition.previous if transition is not None else None
+    leaves = installed.installed_by(settings, previous).to_output()
+    # Recorded only once the rollouts (and a retirement's roll) are done: an update that fails
+    # half way leaves the facts of the one before, and the next judges the same change again.
+    pulumi.export(installed.OUTPUT, kiam.settled.apply(lambda _: leaves))
 
 
 def application_output(

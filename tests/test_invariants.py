@@ -258,6 +258,27 @@ CASES: list[Case] = [
         ],
     ),
     (
+        "4 agent dials no --server-address",
+        lambda rs: mutate(rs, DAEMON_SET, without_flag("--server-address")),
+        lambda rs: [
+            ("server-service", urn(rs, DAEMON_SET), "needs exactly one --server-address"),
+            ("ordering", urn(rs, DEPLOYMENT), "does not wait for its Service"),
+        ],
+    ),
+    (
+        "4 the Service agents dial is not the stack's",
+        lambda rs: without_resource(rs, "kubernetes:core/v1:Service", "kiam-server"),
+        lambda rs: [
+            (
+                "server-service",
+                urn(rs, DAEMON_SET),
+                "--server-address host kiam-server.kiam.svc.cluster.local is not a Service of "
+                "this stack",
+            ),
+            ("ordering", urn(rs, DEPLOYMENT), "does not wait for its Service"),
+        ],
+    ),
+    (
         "5 agent dials a name the certificate lacks",
         lambda rs: mutate(
             rs,
@@ -314,6 +335,18 @@ CASES: list[Case] = [
                 "server-args",
                 urn(rs, DEPLOYMENT),
                 "needs exactly one non-empty --prometheus-listen-addr",
+            )
+        ],
+    ),
+    (
+        "7 role base ARN autodetected",
+        lambda rs: mutate(rs, DEPLOYMENT, lambda i: args(i).append("--role-base-arn-autodetect")),
+        lambda rs: [
+            (
+                "server-args",
+                urn(rs, DEPLOYMENT),
+                "autodetects --role-base-arn (needs the metadata API from the pod); set it "
+                "explicitly",
             )
         ],
     ),
@@ -745,6 +778,34 @@ CASES: list[Case] = [
             ("container-privileges", urn(rs, DAEMON_SET), "runs privileged"),
         ],
     ),
+    (
+        "11 server root filesystem writable",
+        lambda rs: mutate(
+            rs,
+            DEPLOYMENT,
+            lambda i: pod(i)["containers"][0]["securityContext"].update(
+                readOnlyRootFilesystem=False
+            ),
+        ),
+        lambda rs: [
+            (
+                "container-privileges",
+                urn(rs, DEPLOYMENT),
+                "does not set readOnlyRootFilesystem: true",
+            )
+        ],
+    ),
+    (
+        "11 agent keeps the capabilities it does not add",
+        lambda rs: mutate(
+            rs,
+            DAEMON_SET,
+            lambda i: pod(i)["containers"][0]["securityContext"]["capabilities"].pop("drop"),
+        ),
+        lambda rs: [
+            ("container-privileges", urn(rs, DAEMON_SET), "does not drop ALL capabilities")
+        ],
+    ),
 ]
 
 
@@ -768,15 +829,36 @@ def test_every_check_is_exercised_by_a_breakage(
     exercised = {v[0] for _, _, expected in CASES for v in expected(resources)}
     exercised |= {v[0] for _, _, expected in APP_CASES for v in expected(app_resources)}
     exercised |= {v[0] for _, _, _, expected in WAY_OUT_CASES for v in expected(app_resources)}
+    exercised |= {CHANGE for _, _, _, _, expected in CHANGE_CASES if expected(resources)}
     assert exercised == set(CHECKS) - {"presence"}
 
 
-def test_missing_parts_are_violations_not_vacuous_passes() -> None:
-    assert check_all([], BASE_EXPECTED) == [
-        Violation("presence", "stack", "no kiam agent DaemonSet found"),
-        Violation("presence", "stack", "no kiam node group found"),
-        Violation("presence", "stack", "no kiam server Deployment found"),
-    ]
+# `presence`, no guarantee of its own: missing parts are violations, not vacuous passes.
+PRESENCE_CASES: list[Case] = [
+    (
+        "no part of kiam at all",
+        lambda rs: [],
+        lambda rs: [
+            ("presence", "stack", "no kiam agent DaemonSet found"),
+            ("presence", "stack", "no kiam node group found"),
+            ("presence", "stack", "no kiam server Deployment found"),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("description", "breaks", "expected"), PRESENCE_CASES, ids=[c[0] for c in PRESENCE_CASES]
+)
+def test_missing_parts_are_violations_not_vacuous_passes(
+    resources: list[Resource],
+    description: str,
+    breaks: Callable[[list[Resource]], list[Resource]],
+    expected: Callable[[list[Resource]], list[tuple[str, str, str]]],
+) -> None:
+    assert check_all(breaks(resources), BASE_EXPECTED) == sorted(
+        Violation(*v) for v in expected(resources)
+    )
 
 
 def test_unknown_values_are_not_judged(resources: list[Resource]) -> None:
@@ -1255,7 +1337,7 @@ def test_the_node_group_is_whatever_the_cloud_side_created_under_the_server_node
 
 def test_the_guarantees_are_numbered_as_checks_runs_them() -> None:
     """The numbers the docstrings (and so the pack's descriptions), the README and docs cite:
-    `presence` first and unnumbered, then 1 to 15 in the order `CHECKS` runs them."""
+    `presence` first and unnumbered, then 1 to 16 in the order `CHECKS` runs them."""
     from invariants import CHECKS
 
     ids = list(CHECKS)
@@ -1263,7 +1345,7 @@ def test_the_guarantees_are_numbered_as_checks_runs_them() -> None:
     assert [(CHECKS[i].__doc__ or "").split(".", 1)[0] for i in ids[1:]] == [
         str(n) for n in range(1, len(ids))
     ]
-    assert len(ids) == 16
+    assert len(ids) == 17
 
 
 # 13 to 15, and 8 and 12 by state: the way out of kiam (issue 18). Each case builds the resources
@@ -1326,6 +1408,10 @@ WITH_INLINE["kiam:applications"]["billing"]["inlinePolicies"] = {
         "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}],
     }
 }
+
+READ_ONLY = "arn:aws:iam::aws:policy/ReadOnlyAccess"
+WITH_MANAGED = g.config()
+WITH_MANAGED["kiam:applications"]["billing"]["managedPolicyArns"] = [READ_ONLY]
 
 # (description, the state's config, the breakage, the exact violations)
 WayOutCase = tuple[
@@ -1410,6 +1496,22 @@ WAY_OUT_CASES: list[WayOutCase] = [
                 "application search: the association of test/billing/payer names its role, "
                 "which servedBy kiam+irsa does not serve through Pod Identity",
             ),
+        ],
+    ),
+    (
+        "13 two associations of its service account name its role",
+        g.MOVED_CONFIG,
+        lambda rs: [
+            *g.moved(rs),
+            g.association(billing_role(rs), "billing", "billing", "payer", g.BILLING, "second"),
+        ],
+        lambda rs: [
+            (
+                POD_IDENTITY,
+                billing_role(rs).urn,
+                "application billing: 2 Pod Identity associations of test/billing/payer name "
+                "its role; EKS allows one",
+            )
         ],
     ),
     (
@@ -1645,6 +1747,50 @@ WAY_OUT_CASES: list[WayOutCase] = [
                 "iam-least-privilege",
                 billing_role(rs).urn,
                 "application role app-billing lacks the inline policy 'read'",
+            )
+        ],
+    ),
+    (
+        "8 an application role's inline policy is not the one its settings give",
+        WITH_INLINE,
+        lambda rs: g.replace(
+            rs,
+            billing_role(rs),
+            g.with_inputs(
+                billing_role(rs),
+                inlinePolicies=[
+                    {
+                        "name": "read",
+                        "policy": json.dumps(
+                            {
+                                "Version": "2012-10-17",
+                                "Statement": [
+                                    {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
+                                ],
+                            }
+                        ),
+                    }
+                ],
+            ),
+        ),
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                billing_role(rs).urn,
+                "gives application role app-billing an inline policy 'read' other than its "
+                "settings give",
+            )
+        ],
+    ),
+    (
+        "8 an application role lacks a managed policy its settings give",
+        WITH_MANAGED,
+        lambda rs: rs,
+        lambda rs: [
+            (
+                "iam-least-privilege",
+                billing_role(rs).urn,
+                f"application role app-billing lacks the managed policy {READ_ONLY}",
             )
         ],
     ),
@@ -1902,3 +2048,260 @@ def test_the_pod_identity_facts_as_aws_states_them() -> None:
     assert p.CLUSTER_TAG_KEY == "aws:RequestTag/eks-cluster-name"
     assert p.NAMESPACE_TAG_KEY == "aws:RequestTag/kubernetes-namespace"
     assert p.SERVICE_ACCOUNT_TAG_KEY == "aws:RequestTag/kubernetes-service-account"
+
+
+# 16, the change from the last update: each case renders a stack, and judges it against facts of
+# a last update it would strand something of (the same as rendering a stack that strands them).
+from invariants.expected import Expected  # noqa: E402
+from settings.agent import TolerationSettings  # noqa: E402
+from settings.applications import ServedBy  # noqa: E402
+from settings.installed import Installed, installed_by  # noqa: E402
+from settings.loader import settings_from_values as _values  # noqa: E402
+
+CHANGE = "change"
+RETIRED_CONFIG = {**base_config(), "kiam:retire": True}
+
+
+def _settings(config: dict[str, Any]) -> Any:
+    return _values({k.removeprefix("kiam:"): v for k, v in config.items()}, "test config")
+
+
+def _facts(config: dict[str, Any], **changes: Any) -> Installed:
+    """What an update of `config` left, with `changes` to its facts."""
+    facts = installed_by(_settings(config), None)
+    return facts.model_copy(update=changes)
+
+
+def _agents(config: dict[str, Any], **changes: Any) -> Any:
+    facts = installed_by(_settings(config), None)
+    assert facts.agents is not None
+    return facts.agents.model_copy(update=changes)
+
+
+def _server(config: dict[str, Any], **changes: Any) -> Any:
+    facts = installed_by(_settings(config), None)
+    assert facts.server is not None
+    return facts.server.model_copy(update=changes)
+
+
+def _application(config: dict[str, Any], app: str, **changes: Any) -> dict[str, Any]:
+    facts = installed_by(_settings(config), None)
+    return {
+        **facts.applications,
+        app: facts.applications[app].model_copy(update=changes),
+    }
+
+
+# (description, baseline, the settings judged, the last update's facts, the exact violations)
+ChangeCase = tuple[
+    str,
+    str,
+    dict[str, Any],
+    Callable[[], Installed],
+    Callable[[list[Resource]], list[tuple[str, str, str]]],
+]
+CHANGE_CASES: list[ChangeCase] = [
+    (
+        "16 agents retired without the roll to --iptables-remove",
+        "retired",
+        RETIRED_CONFIG,
+        lambda: _facts(base_config()),
+        lambda rs: [
+            (
+                CHANGE,
+                "stack",
+                "retires the agents of kiam-agent without first rolling them to "
+                "--iptables-remove: every node would keep their rule",
+            )
+        ],
+    ),
+    (
+        "16 the running agents' DaemonSet is gone",
+        "base",
+        base_config(),
+        lambda: _facts(base_config(), agents=_agents(base_config(), daemon_set="kiam-agents")),
+        lambda rs: [
+            (
+                CHANGE,
+                "stack",
+                "no longer has the agent DaemonSet kiam-agents, whose agents keep their rule "
+                "when they stop",
+            )
+        ],
+    ),
+    (
+        "16 the agents move to another port",
+        "base",
+        base_config(),
+        lambda: _facts(base_config(), agents=_agents(base_config(), port=9000)),
+        lambda rs: [
+            (
+                CHANGE,
+                urn(rs, DAEMON_SET),
+                "moves the agents to port 8181, while every node's rule sends pods to 9000 and "
+                "the running agents keep it",
+            )
+        ],
+    ),
+    (
+        "16 the agents tolerate less than the running ones",
+        "base",
+        base_config(),
+        lambda: _facts(
+            base_config(),
+            agents=_agents(
+                base_config(),
+                tolerations=(TolerationSettings(key="batch", operator="Exists"),),
+            ),
+        ),
+        lambda rs: [
+            (
+                CHANGE,
+                urn(rs, DAEMON_SET),
+                "no longer tolerates what the running agents tolerate (1 tolerations): their "
+                "agents would be deleted with their rule in place",
+            )
+        ],
+    ),
+    (
+        "16 the servers listen on another port",
+        "base",
+        base_config(),
+        lambda: _facts(base_config(), server=_server(base_config(), grpc_port=443)),
+        lambda rs: [
+            (
+                CHANGE,
+                urn(rs, DEPLOYMENT),
+                "binds 0.0.0.0:9610, while the running agents dial port 443",
+            ),
+        ],
+    ),
+    (
+        "16 the certificate drops the name the running agents dial",
+        "base",
+        base_config(),
+        lambda: _facts(base_config(), server=_server(base_config(), service_name="kiam-old")),
+        lambda rs: [
+            (
+                CHANGE,
+                "stack",
+                "the server certificate does not name kiam-old.kiam.svc.cluster.local, which "
+                "the running agents dial",
+            ),
+            (
+                CHANGE,
+                urn(rs, DEPLOYMENT),
+                "does not restart onto the certificate naming kiam-old.kiam.svc.cluster.local "
+                "while agents move to another address",
+            ),
+        ],
+    ),
+    (
+        "16 the namespace the stack created is dropped",
+        "no-namespace",
+        base_config(namespace={"create": False}),
+        lambda: _facts(base_config()),
+        lambda rs: [
+            (
+                CHANGE,
+                "stack",
+                "no longer has namespace kiam, which it created: it would be deleted with "
+                "everything in it",
+            )
+        ],
+    ),
+    (
+        "16 the namespace is released but not kept on delete",
+        "base",
+        base_config(namespace={"create": False}),
+        lambda: _facts(base_config()),
+        lambda rs: [
+            (
+                CHANGE,
+                urn(rs, "kubernetes:core/v1:Namespace"),
+                "is released but not kept on delete: the next update would delete it",
+            )
+        ],
+    ),
+    (
+        "16 an application moves to another role",
+        "applications",
+        APP_CONFIG,
+        lambda: _facts(
+            APP_CONFIG,
+            applications=_application(APP_CONFIG, "billing", role_arn=f"{BASE}app-billing-v1"),
+        ),
+        lambda rs: [
+            (
+                CHANGE,
+                "stack",
+                f"application billing moves from role {BASE}app-billing-v1 to {BASE}app-billing",
+            )
+        ],
+    ),
+    (
+        "16 an application moves to another namespace",
+        "applications",
+        APP_CONFIG,
+        lambda: _facts(
+            APP_CONFIG, applications=_application(APP_CONFIG, "billing", namespace="legacy")
+        ),
+        lambda rs: [
+            (CHANGE, "stack", "application billing moves from namespace legacy to billing")
+        ],
+    ),
+    (
+        "16 an application skips a servedBy step",
+        "applications",
+        APP_CONFIG,
+        lambda: _facts(
+            APP_CONFIG,
+            applications=_application(
+                APP_CONFIG, "search", served_by=ServedBy.POD_IDENTITY, service_account="indexer"
+            ),
+        ),
+        lambda rs: [(CHANGE, "stack", "application search skips from podIdentity to kiam+irsa")],
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def change_baselines(
+    resources: list[Resource], app_resources: list[Resource]
+) -> dict[str, list[Resource]]:
+    return {
+        "base": resources,
+        "applications": app_resources,
+        "retired": resources_from_recording(run_program(RETIRED_CONFIG)),
+        "no-namespace": resources_from_recording(
+            run_program(base_config(namespace={"create": False}))
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    ("description", "baseline", "config", "previous", "expected"),
+    CHANGE_CASES,
+    ids=[c[0] for c in CHANGE_CASES],
+)
+def test_the_change_guarantee_catches_each_stranding_exactly(
+    change_baselines: dict[str, list[Resource]],
+    description: str,
+    baseline: str,
+    config: dict[str, Any],
+    previous: Callable[[], Installed],
+    expected: Callable[[list[Resource]], list[tuple[str, str, str]]],
+) -> None:
+    rs = change_baselines[baseline]
+    judged = Expected.of(_settings(config), previous())
+    assert [v for v in check_all(rs, judged) if v.id == CHANGE] == sorted(
+        Violation(*v) for v in expected(rs)
+    )
+
+
+def test_the_change_guarantee_holds_for_a_change_of_nothing(
+    change_baselines: dict[str, list[Resource]],
+) -> None:
+    for baseline, config in (("base", base_config()), ("applications", APP_CONFIG)):
+        same = Expected.of(_settings(config), _facts(config))
+        assert check_all(change_baselines[baseline], same) == [], baseline

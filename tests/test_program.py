@@ -174,6 +174,29 @@ def test_outputs(base_run: Recording) -> None:
         "serverAddress": "kiam-server.kiam.svc.cluster.local:9610",
         "namespace": "kiam",
         "applications": {},
+        "installed": {
+            "version": 1,
+            "cluster": {"name": "test", "accountId": "111122223333", "region": "eu-west-1"},
+            "retired": False,
+            "namespace": {"name": "kiam", "owner": "stack"},
+            "server": {
+                "serviceName": "kiam-server",
+                "clusterDomain": "cluster.local",
+                "grpcPort": 9610,
+            },
+            "agents": {
+                "daemonSet": "kiam-agent",
+                "port": 8181,
+                "removesRuleOnExit": False,
+                "hostInterface": "eni+",
+                "tolerations": [],
+            },
+            "adoption": None,
+            "roleBaseArn": "arn:aws:iam::111122223333:role/kiam-apps/",
+            "kiamRolePath": "/kiam/",
+            "applications": {},
+            "existingPermitted": {},
+        },
     }
 
 

@@ -9,10 +9,11 @@ import pytest
 
 from components.agent_retirement import retiring_agent_flags
 from contracts import names, tokens
+from program.last_update import READ_STACK_RESOURCES
 from settings.loader import settings_from_values
 from tests.conftest import base_config, only_container, run_program, types_and_names
 from tests.test_adoption import adoption_config
-from tools.mock_engine import Recording, run_main
+from tools.mock_engine import Invoke, Recording, run_main
 
 # An application that has moved to IRSA: what `kiam:retire` allows.
 MOVED = {
@@ -161,19 +162,27 @@ def test_the_patch_rolls_the_running_agents_to_remove_their_rule(
     )
 
 
-def test_retirement_reads_this_stacks_own_last_outputs(
+def last_update_read(recording: Recording) -> Invoke:
+    """The program's one read of what the stack's last update left."""
+    [read] = [i for i in recording.invokes if i.token == READ_STACK_RESOURCES]
+    return read
+
+
+def root_outputs(read: Invoke) -> dict[str, Any]:
+    roots = [r for r in read.answer["outputs"].values() if r["type"] == tokens.STACK]
+    return roots[0]["outputs"] if roots else {}
+
+
+def test_retirement_reads_this_stacks_own_last_update_before_registering_anything(
     installed: Recording, retired: Recording
 ) -> None:
-    assert installed.reads == []  # an install reads nothing back
-    [reference] = retired.reads
-    assert (reference.type, reference.name, reference.id) == (
-        "pulumi:pulumi:StackReference",
-        "kiam-agent-retirement-last-outputs",
-        "organization/kiam/test",
-    )
-    assert reference.inputs["name"] == "organization/kiam/test"
-    assert reference.parent == retired.one(RETIREMENT).urn
-    assert "serverAddress" in reference.outputs["outputs"]
+    assert installed.reads == retired.reads == []  # no StackReference any more
+    read = last_update_read(retired)
+    assert read.args == {"stackName": "organization/kiam/test"}
+    assert read.registered_before == 0
+    # As the engine hands them over: the exported values (numbers as floats, nulls left out).
+    assert sorted(root_outputs(read)) == sorted(installed.stack_outputs)
+    assert root_outputs(read)["serverAddress"] == installed.stack_outputs["serverAddress"]
 
 
 def test_once_retired_nothing_is_left_to_roll(
@@ -185,16 +194,15 @@ def test_once_retired_nothing_is_left_to_roll(
     assert types_and_names(after_retirement.registrations) == types_and_names(
         retired.registrations
     ) - {(tokens.DAEMON_SET_PATCH, "kiam-agent-retirement")}
-    [reference] = after_retirement.reads
-    assert reference.outputs["outputs"] == retired.stack_outputs
+    assert sorted(root_outputs(last_update_read(after_retirement))) == sorted(retired.stack_outputs)
     assert after_retirement.stack_outputs == retired.stack_outputs
 
 
 def test_a_new_stack_retired_from_its_first_up_rolls_nothing() -> None:
     new = run_program(retired_config())  # no checkpoint yet: no outputs to read
     assert new.by_type(tokens.DAEMON_SET_PATCH) == []
-    assert [r.outputs["outputs"] for r in new.reads] == [{}]
-    assert sorted(new.stack_outputs) == ["applications"]
+    assert last_update_read(new).answer["outputs"] == {}
+    assert sorted(new.stack_outputs) == ["applications", "installed"]
 
 
 def test_the_patch_is_kept_on_delete_and_waits_for_nothing(retired: Recording) -> None:
@@ -299,6 +307,7 @@ def test_the_retired_stack_exports_only_the_applications(
     assert sorted(installed.stack_outputs) == [
         "applicationRolePatterns",
         "applications",
+        "installed",
         "namespace",
         "nodeGroupName",
         "nodeRoleArn",
@@ -306,7 +315,8 @@ def test_the_retired_stack_exports_only_the_applications(
         "serverAddress",
         "serverRoleArn",
     ]
-    assert sorted(retired.stack_outputs) == ["applications"]
+    assert sorted(retired.stack_outputs) == ["applications", "installed"]
+    assert retired.stack_outputs["installed"]["retired"] is True
     assert (
         retired.stack_outputs["applications"]["billing"]["roleArn"]
         == (installed.stack_outputs["applications"]["billing"]["roleArn"])

@@ -20,6 +20,8 @@ from pydantic_core import PydanticUndefined
 from settings.base import model_class
 from settings.node_group import what_a_change_does
 from settings.stack import StackSettings
+from settings.transitions import row_of
+from tools.transition_reference import anchor
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
@@ -86,7 +88,9 @@ def _rows(
             continue
         if nested is not None:
             tables.append((path + nested[1], nested[0]))  # items of a list or map: a table below
-        description = (field.description or "").replace("|", "\\|") + _on_change(path)
+        description = (
+            (field.description or "").replace("|", "\\|") + _on_change(path) + _running(path)
+        )
         out.append(
             f"| `{path}` | {_type_name(field.annotation)} | {_default(field)} | {description} |"
         )
@@ -104,6 +108,45 @@ def _on_change(path: str) -> str:
     return ""
 
 
+def _running(path: str) -> str:
+    """What a change does to a running install, from the transitions table."""
+    row = row_of(path)
+    kinds = " or ".join(k.value for k in row.kinds)
+    return f" **Running install:** {kinds} ([transitions](transitions.md#{anchor(row.setting)}))."
+
+
+def setting_keys() -> list[str]:
+    """Every key path the configuration reference documents, in its order."""
+    keys: list[str] = []
+    for name, field in StackSettings.model_fields.items():
+        key = f"kiam:{field.alias or name}"
+        nested = _nested(field.annotation)
+        if nested is None:
+            keys.append(key)
+            continue
+        model, suffix = nested
+        tables: list[tuple[str, type[BaseModel]]] = []
+        _keys(model, key + suffix, keys, tables)
+        while tables:
+            path, inner = tables.pop(0)
+            _keys(inner, path, keys, tables)
+    return keys
+
+
+def _keys(
+    model: type[BaseModel], prefix: str, out: list[str], tables: list[tuple[str, type[BaseModel]]]
+) -> None:
+    for name, field in model.model_fields.items():
+        path = f"{prefix}.{field.alias or name}"
+        nested = _nested(field.annotation)
+        if nested is not None and nested[1] == "":
+            _keys(nested[0], path, out, tables)
+            continue
+        if nested is not None:
+            tables.append((path + nested[1], nested[0]))
+        out.append(path)
+
+
 def _table(rows: list[str]) -> str:
     return "\n| key | type | default | description |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
 
@@ -115,11 +158,17 @@ def render() -> str:
         parts.append(f"\n## `{key}`\n\n{field.description}\n")
         nested = _nested(field.annotation)
         if nested is None:
-            parts.append(f"\nType: {_type_name(field.annotation)}. Default: {_default(field)}.\n")
+            parts.append(
+                f"\nType: {_type_name(field.annotation)}. Default: {_default(field)}."
+                f"{_running(key)}\n"
+            )
             continue
         model, suffix = nested
         if suffix:
-            parts.append(f"\nType: {_type_name(field.annotation)}. Default: {_default(field)}.\n")
+            parts.append(
+                f"\nType: {_type_name(field.annotation)}. Default: {_default(field)}."
+                f"{_running(key)}\n"
+            )
         tables: list[tuple[str, type[BaseModel]]] = []
         rows: list[str] = []
         _rows(model, key + suffix, rows, tables)

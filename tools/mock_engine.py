@@ -23,6 +23,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from contracts import pod_identity, tokens
 from contracts.eks_node_group import FORCE_NEW, REPLACE_ON_CHANGES
+from program.last_update import READ_STACK_RESOURCES
 from settings.cluster import partition_of
 
 PROJECT = "kiam"
@@ -64,6 +65,17 @@ class Registration:
     retain_on_delete: bool = False
 
 
+@dataclass(frozen=True)
+class Invoke:
+    """One function the program invoked, and what it was answered."""
+
+    token: str
+    args: dict[str, Any]
+    answer: Any
+    registered_before: int
+    """How many resources the program had registered when it invoked it."""
+
+
 @dataclass
 class Recording:
     """Everything one program run registered, in order, and the stack outputs."""
@@ -72,6 +84,8 @@ class Recording:
     stack_outputs: dict[str, Any]
     reads: list[Registration] = field(default_factory=list)
     """Resources the program read rather than registered (`pulumi.StackReference`)."""
+    invokes: list[Invoke] = field(default_factory=list)
+    """Every function the program invoked, in order."""
 
     def by_type(self, type_: str) -> list[Registration]:
         return [r for r in self.registrations if r.type == type_]
@@ -106,6 +120,7 @@ class KiamMocks(pulumi.runtime.Mocks):
         cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
         stack_name: str = "",
         last_outputs: Mapping[str, Any] | None = None,
+        last_resources: Mapping[str, str] | None = None,
     ) -> None:
         self.account_id = account_id
         self.region = region
@@ -115,13 +130,13 @@ class KiamMocks(pulumi.runtime.Mocks):
         self.stack_name = stack_name
         """This stack's fully qualified name (`organization/<project>/<stack>`)."""
         self.last_outputs = dict(last_outputs or {})
-        """The outputs the stack's last update left, as a `StackReference` to it reads them."""
+        """The outputs the stack's last update left."""
+        self.last_resources = dict(last_resources or {})
+        """URN -> type of every resource the stack's last update left in its state."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         inputs = dict(args.inputs)
         typ, name = args.typ, args.name
-        if typ == tokens.STACK_REFERENCE:
-            return self._stack_reference(str(args.resource_id))
         if typ == tokens.ROLE:
             role_name = inputs.get("name") or f"{name}-{_short_hash(name, 7)}"
             path = inputs.get("path", "/")
@@ -190,17 +205,29 @@ class KiamMocks(pulumi.runtime.Mocks):
             return name, {**inputs, "certPem": _pem("CERTIFICATE", name)}
         return f"{name}-id", inputs
 
-    def _stack_reference(self, target: str) -> tuple[str, dict[str, Any]]:
-        """What the engine's builtin provider reads for a `StackReference`: the stack's name, its
-        last outputs and which of them are secret (pulumi/pulumi 1b594989,
-        pkg/resource/deploy/builtins.go `readStackReference`). Only this stack's own outputs are
-        known here: any other stack is refused, as the engine refuses an unknown stack."""
+    def _stack_resources(self, target: str) -> dict[str, Any]:
+        """What the engine's builtin provider answers `pulumi:pulumi:readStackResourceOutputs`
+        with: every resource of the stack's state by URN, its type and outputs, the root stack's
+        outputs being the stack outputs (pulumi/pulumi pkg/resource/deploy/builtins.go,
+        pkg/backend/backend.go `GetStackResourceOutputs`); a stack with no update yet has none.
+        Only this stack is known here: any other is refused, as the engine refuses an unknown
+        stack."""
         if target != self.stack_name:
             raise ValueError(f"the mock engine knows no stack {target!r}, only {self.stack_name!r}")
-        return target, {"name": target, "outputs": self.last_outputs, "secretOutputNames": []}
+        resources: dict[str, Any] = {
+            urn: {"type": kind, "outputs": {}} for urn, kind in self.last_resources.items()
+        }
+        if self.last_outputs or resources:
+            project_stack = target.split("/", 1)[1]
+            project, stack = project_stack.split("/")
+            root = f"urn:pulumi:{stack}::{project}::{tokens.STACK}::{project}-{stack}"
+            resources[root] = {"type": tokens.STACK, "outputs": self.last_outputs}
+        return {"name": target, "outputs": resources}
 
     # A plain dict: the SDK's annotation says tuple, but its mock monitor fails on (dict, None).
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
+        if args.token == READ_STACK_RESOURCES:
+            return self._stack_resources(str(args.args.get("stackName", "")))
         cluster = args.args.get("name", "")
         if args.token == "aws:eks/getCluster:getCluster":
             return {
@@ -249,6 +276,19 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.registrations: list[Registration] = []
         self.reads: list[Registration] = []
+        self.invokes: list[Invoke] = []
+
+    def Invoke(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
+        response = super().Invoke(request)  # type: ignore[no-untyped-call]
+        self.invokes.append(
+            Invoke(
+                token=request.tok,
+                args=rpc.deserialize_properties(request.args),
+                answer=_unwrap(rpc.deserialize_properties(getattr(response, "return")), "", []),
+                registered_before=len(self.registrations),
+            )
+        )
+        return response
 
     def ReadResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
         response = super().ReadResource(request)  # type: ignore[no-untyped-call]
@@ -350,8 +390,11 @@ class MockEngine:
         secret_keys: Iterable[str] = (),
         cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
         last_outputs: Mapping[str, Any] | None = None,
+        last_run: Recording | None = None,
     ) -> None:
         partition = partition_of(region)
+        if last_run is not None:
+            last_outputs = last_run.stack_outputs
         self.mocks = KiamMocks(
             account_id=account_id,
             region=region,
@@ -359,6 +402,7 @@ class MockEngine:
             cluster_addons=cluster_addons,
             stack_name=f"{ORGANIZATION}/{PROJECT}/{stack}",
             last_outputs=last_outputs,
+            last_resources={r.urn: r.type for r in last_run.registrations} if last_run else None,
         )
         self.stack = stack
         self.config = dict(config or {})
@@ -385,6 +429,7 @@ class MockEngine:
             registrations=list(monitor.registrations),
             stack_outputs=_stack_outputs(),
             reads=list(monitor.reads),
+            invokes=list(monitor.invokes),
         )
 
 
@@ -395,10 +440,12 @@ def run_main(
     secret_keys: Iterable[str] = (),
     cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
     last_outputs: Mapping[str, Any] | None = None,
+    last_run: Recording | None = None,
 ) -> Recording:
     """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start
     it, against a cluster running `cluster_addons` (by default the Pod Identity agent), for a
-    stack whose last update left `last_outputs` (by default none: a new stack)."""
+    stack whose last update left `last_outputs`, or everything `last_run` registered and exported
+    (by default nothing: a new stack)."""
     cluster = config.get("kiam:cluster")
     cluster = cluster if isinstance(cluster, dict) else {}
     engine = MockEngine(
@@ -409,5 +456,6 @@ def run_main(
         secret_keys=secret_keys,
         cluster_addons=cluster_addons,
         last_outputs=last_outputs,
+        last_run=last_run,
     )
     return engine.run(lambda: runpy.run_path(str(MAIN), run_name="__main__"))

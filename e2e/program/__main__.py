@@ -17,12 +17,13 @@ import pulumi
 from components.cloud import CloudSide
 from e2e.standins.cloud import KwokCloud
 from program.kubernetes import kubernetes_provider
-from program.stack import build, export_outputs
+from program.stack import build, export_outputs, judge_change
 from settings import SettingsError, load_settings
 from tools.kube_api import KubeApi
 
 try:
     settings = load_settings()
+    transition = judge_change(settings)
 except SettingsError as error:
     raise pulumi.RunError(str(error)) from None
 
@@ -30,4 +31,4 @@ provider = kubernetes_provider(settings, os.environ["KIAM_E2E_KUBECONFIG"])
 # The stand-ins read the cluster where AWS would be asked (is the Pod Identity agent there?).
 kubeconfig = Path(os.environ["KIAM_E2E_KUBECONFIG"])
 cloud: CloudSide = KwokCloud(settings, Path(os.environ["KIAM_E2E_STATE"]), KubeApi(kubeconfig))
-export_outputs(build(settings, cloud, [provider]), settings)
+export_outputs(build(settings, cloud, [provider], transition), settings, transition)

@@ -1,0 +1,314 @@
+"""What the stack's last update installed: the facts a change is judged from.
+
+Every `pulumi up` exports them as the stack output `installed` (program/stack.py), computed here
+from the settings it applied, and every later run reads them back before anything is registered
+(program/last_update.py): the engine hands a program its own stack's stored outputs, in a preview
+as in an update, from the checkpoint the previous update left (pulumi/pulumi
+pkg/resource/deploy/builtins.go, `readStackResourceOutputs`; pkg/backend/backend.go
+`GetStackResourceOutputs`). A stack with no update yet has none: its first `up` changes from
+nothing. The output is recorded only once the update's servers, agents and retirement roll are
+done, so an update that fails half way leaves the facts of the one before it, and the next run
+judges the same change again.
+
+A stack last updated by a version of this program older than the `installed` output is read from
+the outputs that version exported (`serverAddress`, `namespace`, `applications`, `roleBaseArn`):
+what they do not say (the agents' port and placement, the adoption, the namespace's owner) is
+unknown for that one update, and the transition rules that need it do not judge it
+(docs/transitions.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from contracts import names
+from contracts.iam import role_arn
+from contracts.tokens import NAMESPACE, STACK
+from settings.agent import TolerationSettings
+from settings.applications import ServedBy
+from settings.stack import StackSettings
+
+OUTPUT = "installed"
+"""The stack output holding these facts."""
+VERSION = 1
+NamespaceOwner = Literal["stack", "released", "existing"]
+
+
+class Fact(BaseModel):
+    """A fact as the stack output spells it: camelCase, frozen; keys a later version adds are
+    ignored, so a rollback of the program can still read what a newer one wrote."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class InstalledCluster(Fact):
+    name: str
+    account_id: str
+    region: str
+
+
+class InstalledNamespace(Fact):
+    name: str
+    owner: NamespaceOwner
+    """`stack`: created by the stack; `released`: created by it, then `kiam:namespace.create`
+    false: still in the stack's state, kept on delete, forgotten by the next update; `existing`:
+    not the stack's."""
+
+
+class InstalledServer(Fact):
+    service_name: str
+    cluster_domain: str
+    grpc_port: int
+
+    def address(self, namespace: str) -> str:
+        """What the agents of that update dial."""
+        return names.agent_server_address(
+            self.service_name, namespace, self.cluster_domain, self.grpc_port
+        )
+
+
+class InstalledAgents(Fact):
+    """The agents the stack runs (absent while a running install's agents are in service)."""
+
+    daemon_set: str
+    port: int
+    """What every node's DNAT rule sends metadata requests to (contracts/agent_rule.py)."""
+    removes_rule_on_exit: bool
+    """Started with `--iptables-remove`: an agent stopping for good takes its rule with it."""
+    host_interface: str
+    tolerations: tuple[TolerationSettings, ...]
+    """Where they run besides untainted nodes."""
+
+
+class InstalledAdoption(Fact):
+    phase: Literal["servers", "takeover", "complete"]
+    agent_daemon_set_name: str
+    agent_pod_labels: dict[str, str]
+    server_pod_labels: dict[str, str]
+    ca_fingerprint: str
+    """SHA-256 of the running install's CA certificate, which signs every certificate."""
+    ca_pair_fingerprint: str
+    """SHA-256 of the CA certificate and its private key together: another key for the same
+    certificate would sign certificates no agent or server could verify. A one-way digest of
+    the pair, so the key itself is nowhere in the outputs."""
+
+
+class InstalledApplication(Fact):
+    namespace: str | None
+    """None only when read from an older version's outputs, which name it only with a service
+    account."""
+    role_arn: str
+    served_by: ServedBy
+    service_account: str | None = None
+
+
+class InstalledPermitted(Fact):
+    value: str
+    """The value found on the namespace (`kiam:existingPermitted`)."""
+    holding: bool
+    """The stack holds the annotation (its union with the stack's roles), rather than having
+    given the value back."""
+
+
+class Installed(Fact):
+    """The facts one update left."""
+
+    version: int = VERSION
+    cluster: InstalledCluster | None = None
+    retired: bool = False
+    namespace: InstalledNamespace | None = None
+    server: InstalledServer | None = None
+    agents: InstalledAgents | None = None
+    adoption: InstalledAdoption | None = None
+    role_base_arn: str | None = None
+    kiam_role_path: str | None = None
+    applications: dict[str, InstalledApplication] = Field(default_factory=dict)
+    existing_permitted: dict[str, InstalledPermitted] = Field(default_factory=dict)
+    legacy: bool = False
+    """Read from the outputs of a version of the program that did not export `installed`: the
+    facts above that those outputs do not hold are None, i.e. unknown."""
+
+    @property
+    def kiam_installed(self) -> bool:
+        """The update left kiam running (servers, and agents unless a running install's)."""
+        return self.server is not None and not self.retired
+
+    def to_output(self) -> dict[str, Any]:
+        """As the stack output `installed` holds it."""
+        return self.model_dump(mode="json", by_alias=True, exclude={"legacy"})
+
+
+def fingerprint(pem: str) -> str:
+    """A certificate's identity without its content: SHA-256 of its PEM text."""
+    return "sha256:" + hashlib.sha256(pem.strip().encode()).hexdigest()
+
+
+def installed_by(settings: StackSettings, previous: Installed | None) -> Installed:
+    """The facts the update applying `settings` leaves, having changed from `previous`."""
+    s = settings
+    cluster = InstalledCluster(
+        name=s.cluster.name, account_id=s.cluster.account_id, region=s.cluster.region
+    )
+    partition = s.cluster.partition
+    applications = {
+        app: InstalledApplication(
+            namespace=a.namespace,
+            role_arn=role_arn(partition, s.cluster.account_id, a.role_path(s.iam), a.role_name),
+            served_by=a.served_by,
+            service_account=a.service_account,
+        )
+        for app, a in sorted(s.applications.items())
+    }
+    if s.retire:
+        return Installed(cluster=cluster, retired=True, applications=applications)
+    adoption = s.adoption
+    agents = None
+    if s.adoption_state.stack_owns_agents:
+        agents = InstalledAgents(
+            daemon_set=s.adoption_state.agent_daemon_set_name,
+            port=s.agent.port,
+            removes_rule_on_exit=s.agent.remove_iptables_rule_on_exit,
+            host_interface=s.agent.host_interface,
+            tolerations=tuple(s.agent.tolerations),
+        )
+    kiam_namespaces = {a.namespace for a in s.applications.values() if a.served_by.kiam}
+    return Installed(
+        cluster=cluster,
+        namespace=InstalledNamespace(name=s.namespace.name, owner=namespace_owner(s, previous)),
+        server=InstalledServer(
+            service_name=s.server.service_name,
+            cluster_domain=s.cluster.cluster_domain,
+            grpc_port=s.server.grpc_port,
+        ),
+        agents=agents,
+        adoption=None
+        if adoption is None
+        else InstalledAdoption(
+            phase=adoption.phase,
+            agent_daemon_set_name=adoption.agent_daemon_set_name,
+            agent_pod_labels=dict(adoption.agent_pod_labels),
+            server_pod_labels=dict(adoption.server_pod_labels),
+            ca_fingerprint=fingerprint(adoption.ca_certificate.get_secret_value()),
+            ca_pair_fingerprint=fingerprint(
+                adoption.ca_certificate.get_secret_value()
+                + adoption.ca_private_key.get_secret_value()
+            ),
+        ),
+        role_base_arn=role_arn(partition, s.cluster.account_id, s.iam.application_role_path, ""),
+        kiam_role_path=s.iam.kiam_role_path,
+        applications=applications,
+        existing_permitted={
+            ns: InstalledPermitted(value=value, holding=ns in kiam_namespaces)
+            for ns, value in sorted(s.existing_permitted.items())
+        },
+    )
+
+
+def namespace_owner(settings: StackSettings, previous: Installed | None) -> NamespaceOwner:
+    """Who owns kiam's namespace once this update is done: `kiam:namespace.create` true makes it
+    the stack's; switched off for a namespace the stack created, the namespace is released (kept,
+    and forgotten by the next update) instead of deleted."""
+    if settings.namespace.create:
+        return "stack"
+    before = previous.namespace if previous is not None else None
+    if before is not None and before.name == settings.namespace.name and before.owner == "stack":
+        return "released"
+    return "existing"
+
+
+@dataclass(frozen=True)
+class LastUpdate:
+    """What the stack's last update left, as the engine reads it back for the program."""
+
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    """The stack outputs."""
+    resources: Mapping[str, str] = field(default_factory=dict)
+    """URN -> type of every resource in the stack's state (the root stack included)."""
+
+    @classmethod
+    def of_stack_resources(cls, answer: Mapping[str, Any]) -> LastUpdate:
+        """From `pulumi:pulumi:readStackResourceOutputs`' answer: `outputs` maps each URN to its
+        `type` and `outputs` (pulumi/pulumi pkg/backend/backend.go `GetStackResourceOutputs`,
+        resources marked for deletion left out); the root stack's outputs are the stack's."""
+        resources: dict[str, str] = {}
+        stack_outputs: Mapping[str, Any] = {}
+        for urn, resource in (answer.get("outputs") or {}).items():
+            if not isinstance(resource, Mapping):
+                continue
+            kind = str(resource.get("type", ""))
+            resources[str(urn)] = kind
+            if kind == STACK:
+                stack_outputs = resource.get("outputs") or {}
+        return cls(outputs=dict(stack_outputs), resources=resources)
+
+    def installed(self) -> Installed | None:
+        """The facts of that update; None for a stack with no update yet."""
+        return read_installed(self.outputs, self.resources)
+
+
+def read_installed(
+    outputs: Mapping[str, Any], resources: Mapping[str, str] | None = None
+) -> Installed | None:
+    """The facts a stack's last outputs hold: None for a stack with no update yet (no outputs)."""
+    if not outputs:
+        return None
+    document = outputs.get(OUTPUT)
+    if isinstance(document, Mapping):
+        try:
+            return Installed.model_validate(dict(document))
+        except ValidationError as error:
+            raise ValueError(f"the stack output {OUTPUT!r} cannot be read: {error}") from None
+    return _legacy(outputs, resources or {})
+
+
+def _legacy(outputs: Mapping[str, Any], resources: Mapping[str, str]) -> Installed:
+    """What the outputs of an older version of the program say (program/stack.py exported
+    `serverAddress` and `namespace` exactly while kiam was installed, and `applications`)."""
+    applications = {}
+    for app, value in (outputs.get("applications") or {}).items():
+        if isinstance(value, Mapping) and value.get("roleArn") and value.get("servedBy"):
+            account = value.get("serviceAccount") or {}
+            applications[app] = InstalledApplication(
+                namespace=account.get("namespace"),
+                role_arn=str(value["roleArn"]),
+                served_by=ServedBy(str(value["servedBy"])),
+                service_account=account.get("name"),
+            )
+    address = outputs.get(names.SERVER_ADDRESS_OUTPUT)
+    namespace = outputs.get("namespace")
+    server = installed_namespace = None
+    if isinstance(address, str) and isinstance(namespace, str):
+        server = _server_of(address, namespace)
+        # Whether the stack created the namespace is in its state: a Namespace of its own.
+        created = any(kind == NAMESPACE for kind in resources.values())
+        installed_namespace = InstalledNamespace(
+            name=namespace, owner="stack" if created else "existing"
+        )
+    return Installed(
+        retired=server is None,
+        namespace=installed_namespace,
+        server=server,
+        role_base_arn=outputs.get("roleBaseArn"),
+        applications=applications,
+        legacy=True,
+    )
+
+
+def _server_of(address: str, namespace: str) -> InstalledServer | None:
+    """`<service>.<namespace>.svc.<domain>:<port>` (contracts/names.py) taken apart."""
+    host, _, port = address.rpartition(":")
+    service, _, rest = host.partition(".")
+    middle = f"{namespace}.svc."
+    if not port.isdigit() or not rest.startswith(middle):
+        return None
+    return InstalledServer(
+        service_name=service, cluster_domain=rest[len(middle) :], grpc_port=int(port)
+    )

@@ -10,17 +10,35 @@ only registration before this read, keeps its old outputs until the program's en
 pkg/resource/deploy/step.go `SameStep`). A stack with no update yet has no resources.
 
 The self-managed ("DIY") backend names every stack's organization `organization`
-(pulumi/pulumi pkg/backend/diy/state.go), which `pulumi.get_organization()` reports.
+(pulumi/pulumi pkg/backend/diy/state.go), which `pulumi.get_organization()` reports. It reads the
+checkpoint file the engine is writing at the same moment (the root stack's step is persisted as
+the program starts): measured on the real engine, a read landing on the write answers "failed to
+load checkpoint: EOF", so a failed read is tried again for a few seconds before it stops the
+program.
+
+The read goes to the engine's resource monitor directly, with `acceptResources` false: the
+outputs of the stack's components hold references to their resources, which the SDK's own
+invoke would try to rebuild through `pulumi:pulumi:getResource` and fail on (the resources are
+not registered yet in this run: "unknown resource"); without it the engine hands each reference
+over as its URN (pkg/resource/deploy/source_eval.go, `resmon.Invoke`: `KeepResources:
+req.GetAcceptResources()`).
 """
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pulumi
-from pulumi.runtime import invoke
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime import rpc
+from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.proto import resource_pb2
 
 from settings.installed import LastUpdate
 
 READ_STACK_RESOURCES = "pulumi:pulumi:readStackResourceOutputs"
+ATTEMPTS, PAUSE_SECONDS = 20, 0.25
 
 
 def own_stack_name() -> str:
@@ -31,5 +49,40 @@ def own_stack_name() -> str:
 def read_last_update() -> LastUpdate:
     """This stack's last update, read synchronously (an invoke blocks until answered): the
     program decides what to register from it."""
-    result = invoke(READ_STACK_RESOURCES, {"stackName": own_stack_name()})
-    return LastUpdate.of_stack_resources(result.value or {})
+    for attempt in range(ATTEMPTS):
+        try:
+            return LastUpdate.of_stack_resources(_invoke({"stackName": own_stack_name()}))
+        except Exception as error:  # the engine's answer to a torn read is an RPC error
+            if attempt == ATTEMPTS - 1:
+                raise pulumi.RunError(
+                    f"cannot read what this stack's last update left: {error}"
+                ) from None
+            time.sleep(PAUSE_SECONDS)
+    raise AssertionError("unreachable")
+
+
+def _invoke(args: dict[str, Any]) -> dict[str, Any]:
+    request = struct_pb2.Struct()
+    request.update(args)
+    monitor = runtime_settings.get_monitor()
+    response = monitor.Invoke(
+        resource_pb2.ResourceInvokeRequest(
+            tok=READ_STACK_RESOURCES, args=request, acceptResources=False
+        )
+    )
+    if response.failures:
+        reasons = "; ".join(f.reason for f in response.failures)
+        raise RuntimeError(f"{READ_STACK_RESOURCES} failed: {reasons}")
+    answer: dict[str, Any] = json_format.MessageToDict(getattr(response, "return"))
+    return _unwrap_secrets(answer)
+
+
+def _unwrap_secrets(value: Any) -> Any:
+    """The values of secrets, as the program wrote them (only the facts are read from them)."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return _unwrap_secrets(value.get("value"))
+        return {k: _unwrap_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap_secrets(v) for v in value]
+    return value

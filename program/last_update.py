@@ -65,6 +65,8 @@ def _invoke(args: dict[str, Any]) -> dict[str, Any]:
     request = struct_pb2.Struct()
     request.update(args)
     monitor = runtime_settings.get_monitor()
+    if monitor is None:
+        raise RuntimeError("no Pulumi engine to ask")
     response = monitor.Invoke(
         resource_pb2.ResourceInvokeRequest(
             tok=READ_STACK_RESOURCES, args=request, acceptResources=False
@@ -73,8 +75,8 @@ def _invoke(args: dict[str, Any]) -> dict[str, Any]:
     if response.failures:
         reasons = "; ".join(f.reason for f in response.failures)
         raise RuntimeError(f"{READ_STACK_RESOURCES} failed: {reasons}")
-    answer: dict[str, Any] = json_format.MessageToDict(getattr(response, "return"))
-    return _unwrap_secrets(answer)
+    answer = _unwrap_secrets(json_format.MessageToDict(getattr(response, "return")))
+    return dict(answer) if isinstance(answer, dict) else {}
 
 
 def _unwrap_secrets(value: Any) -> Any:

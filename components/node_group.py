@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.node_group_options import replacement_options
 from contracts.credential_env import IMDS_HOP_LIMIT_CONTAINERS, IMDS_TOKENS_REQUIRED
-from contracts.eks_node_group import REPLACE_ON_CHANGES, root_device
+from contracts.eks_node_group import root_device
 from settings.node_group import NodeGroupSettings
 
 
@@ -91,18 +92,16 @@ class ServerNodeGroup(pulumi.ComponentResource):
                 "id": launch_template.id,
                 "version": launch_template.latest_version.apply(str),
             },
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                # Nodes without the worker and CNI policies never join; EKS then fails the group.
-                depends_on=list(args.node_role_policies),
-                # Replacement must stay create-before-delete (the default): the server Deployment
-                # moves to the new group and is Ready before the old group is drained.
-                delete_before_replace=False,
-                # A new launch template version, a Kubernetes version or a taint would otherwise
-                # be rolled into the running group by EKS; as replacements they take the path
-                # above instead (contracts/eks_node_group.py says why each one).
-                replace_on_changes=list(REPLACE_ON_CHANGES),
-                custom_timeouts=pulumi.CustomTimeouts(create="40m", update="60m", delete="40m"),
+            opts=pulumi.ResourceOptions.merge(
+                # Replaced create-before-delete, and on what EKS would otherwise roll into the
+                # running group (components/node_group_options.py).
+                replacement_options(),
+                pulumi.ResourceOptions(
+                    parent=self,
+                    # Nodes without the worker and CNI policies never join; EKS then fails it.
+                    depends_on=list(args.node_role_policies),
+                    custom_timeouts=pulumi.CustomTimeouts(create="40m", update="60m", delete="40m"),
+                ),
             ),
         )
         self.node_group_name = self.node_group.node_group_name

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pulumi
+import pytest
+
 from contracts import names
 from tests.conftest import base_config, run_program, types_and_names
 from tools.mock_engine import Recording
@@ -89,10 +94,32 @@ def test_launch_template_requires_imdsv2_with_a_hop_for_server_pods(base_run: Re
     assert "name" not in template.inputs
     group = base_run.one(NODE_GROUP)
     assert template.id.startswith("lt-")
-    assert group.inputs["launchTemplate"] == {"id": template.id, "version": "1"}
+    assert group.inputs["launchTemplate"] == {
+        "id": template.id,
+        "version": str(template.outputs["latestVersion"]),
+    }
     assert template.urn in group.property_dependencies["launchTemplate"]
 
 
 def test_bottlerocket_puts_the_disk_on_its_data_volume() -> None:
     rec = run_program(base_config(node_group={"amiType": "BOTTLEROCKET_x86_64"}))
     assert rec.one(LAUNCH_TEMPLATE).inputs["blockDeviceMappings"][0]["deviceName"] == "/dev/xvdb"
+
+
+def test_the_mock_engine_replaces_the_group_on_what_the_program_registered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A taint change gives the group a new name because the program registers it to be replaced
+    on the taint; without that option the mock engine, as EKS, changes the group in place."""
+    from components import node_group
+
+    taint = {"taint": {"value": "servers"}}
+
+    def name(config: dict[str, Any]) -> str:
+        return str(run_program(config).one(NODE_GROUP).outputs["nodeGroupName"])
+
+    assert name(base_config()) != name(base_config(node_group=taint))
+    monkeypatch.setattr(node_group, "replacement_options", lambda: pulumi.ResourceOptions())
+    assert name(base_config()) == name(base_config(node_group=taint))
+    # What EKS itself replaces a group for still renames it.
+    assert name(base_config()) != name(base_config(node_group={"instanceTypes": ["m6i.large"]}))

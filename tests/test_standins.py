@@ -15,6 +15,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from components.tls import TlsArgs, certificate_requests
 from contracts import names
+from contracts.agent_rule import Rule
 from contracts.pod_identity import ASSOCIATION_REPLACE_FIELDS
 from e2e.harness.app_pods import Workload, admitted_pod
 from e2e.harness.kube import Kube
@@ -79,16 +80,21 @@ def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
     component = rec.one("kiam:e2e:KwokNodeGroup").urn
     config_map = rec.one("kubernetes:core/v1:ConfigMap")
     assert config_map.parent == component
-    # The arguments whose change makes a new group, replaced on any change, create first.
+    # Every argument, one annotation each; replaced, create first, on those EKS replaces a group
+    # for and those the program's own options for the group name (replaceOnChanges).
     assert config_map.delete_before_replace is False
-    assert config_map.replace_on_changes == ("data",)
-    assert sorted(config_map.inputs["data"]) == [
-        "amiType", "capacityType", "instanceTypes", "launchTemplate", "subnetIds", "taints",
-        "version",
-    ]  # fmt: skip
-    assert config_map.inputs["data"]["taints"] == (
+    assert config_map.replace_on_changes == tuple(
+        f"metadata.annotations.{a}"
+        for a in (
+            "subnetIds", "instanceTypes", "capacityType", "amiType", "launchTemplate", "taints",
+            "version",
+        )
+    )  # fmt: skip
+    assert sorted(config_map.inputs["metadata"]["annotations"]) == sorted(_arguments(settings))
+    assert config_map.inputs["metadata"]["annotations"]["taints"] == (
         '[{"effect": "NO_SCHEDULE", "key": "dedicated", "value": "kiam-server"}]'
     )
+    assert "data" not in config_map.inputs
 
     group = config_map.outputs["metadata"]["name"]
     assert group.startswith("nodes-")
@@ -97,7 +103,8 @@ def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
     assert [n.name for n in nodes] == ["nodes-0", "nodes-1", "nodes-2"]
     assert all(n.parent == component for n in nodes)
     first = nodes[0].inputs
-    assert first["metadata"]["name"] == f"{group}-0"
+    software = first["metadata"]["name"].removeprefix(f"{group}-").split("-")[0]
+    assert first["metadata"]["name"] == f"{group}-{software}-0" and len(software) == 5
     assert first["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}
     assert first["metadata"]["labels"] == {
         "team": "platform",
@@ -107,7 +114,7 @@ def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
         "node.kubernetes.io/instance-type": "t3.medium",
         "topology.kubernetes.io/zone": "eu-west-1a",
         "topology.kubernetes.io/region": "eu-west-1",
-        "kubernetes.io/hostname": f"{group}-0",
+        "kubernetes.io/hostname": f"{group}-{software}-0",
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         "type": "kwok",
@@ -117,6 +124,53 @@ def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
     ]
     zones = [n.inputs["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in nodes]
     assert zones == ["eu-west-1a", "eu-west-1b", "eu-west-1a"]
+
+
+def test_the_stand_in_group_is_replaced_on_what_the_programs_options_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the program's replaceOnChanges, only what EKS itself replaces a group for replaces
+    the stand-in: a taint or a version then takes EKS's in-place path, as on AWS."""
+    from e2e.standins import nodes
+
+    monkeypatch.setattr(nodes, "replacement_options", lambda: pulumi.ResourceOptions())
+    settings = _group()
+    rec = run_component(
+        lambda: KwokNodeGroup(
+            "nodes",
+            KwokNodeGroupArgs(settings=settings, region="eu-west-1", kubernetes_version="1.33"),
+        )
+    )
+    assert rec.one("kubernetes:core/v1:ConfigMap").replace_on_changes == tuple(
+        f"metadata.annotations.{a}"
+        for a in ("subnetIds", "instanceTypes", "capacityType", "amiType")
+    )
+
+
+def test_a_version_update_in_place_rolls_the_groups_nodes_under_the_same_group() -> None:
+    """The Kubernetes version and the launch template's content are what a node runs: changed in
+    place (EKS's version update), the group keeps its name and gets new Nodes."""
+
+    def node_names(version: str, disk: int) -> list[str]:
+        rec = run_component(
+            lambda: KwokNodeGroup(
+                "nodes",
+                KwokNodeGroupArgs(
+                    settings=_group(diskSizeGiB=disk),
+                    region="eu-west-1",
+                    kubernetes_version=version,
+                ),
+            )
+        )
+        return sorted(
+            n.inputs["metadata"]["name"].split("-", 2)[2]
+            for n in rec.by_type("kubernetes:core/v1:Node")
+        )
+
+    same = node_names("1.33", 20)
+    assert node_names("1.33", 20) == same
+    assert node_names("1.34", 20) != same
+    assert node_names("1.33", 30) != same
 
 
 def _settings(config: dict[str, Any]) -> StackSettings:
@@ -465,6 +519,18 @@ ASSOCIATED = {("billing", "api"): pod_identity.association_data("dev", "billing"
 KIAM_ONLY = frozenset({ServedBy.KIAM})
 
 
+class _Served:
+    """A kiam chain that serves every pod (the cases above judge what comes before it)."""
+
+    def serves(self, pod: dict[str, Any]) -> Any:
+        from e2e.harness.kiam_chain import Verdict
+
+        return Verdict(True, "agent on worker-0 to server-old")
+
+
+SERVED: Any = _Served()
+
+
 @pytest.mark.parametrize(
     ("pod", "permitted", "associations", "agent", "states", "expected"),
     [
@@ -474,7 +540,7 @@ KIAM_ONLY = frozenset({ServedBy.KIAM})
             {},
             False,
             KIAM_ONLY,
-            ("kiam", True, "permitted by its namespace"),
+            ("kiam", True, "permitted by its namespace; agent on worker-0 to server-old"),
         ),
         (
             _pod({}, "billing-api"),
@@ -560,5 +626,228 @@ def test_a_pod_s_credentials_are_the_first_source_its_sdk_finds(
     expected: tuple[str, bool, str],
 ) -> None:
     app = Application("billing", "billing", ROLE_ARN, BASE_ARN)
-    found = credentials(pod, app, permitted, associations, agent, states)
+    found = credentials(pod, app, permitted, associations, agent, states, SERVED)
     assert (found.source, found.works, found.why) == expected
+
+
+# --- the kiam chain: rule, agent, server, certificate ------------------------------------------
+
+WORKER = "worker-0"
+
+
+class FakeModel:
+    """The rule model's answers for one node, without a cluster."""
+
+    def __init__(self, rules: list[Rule], secrets: dict[str, list[tuple[int, dict[str, str]]]]):
+        self.rules, self.secrets = rules, secrets
+
+    def destination(self, node: str, t: float | None = None) -> Rule | None:
+        from contracts.agent_rule import NodeRules
+
+        return NodeRules(list(self.rules)).destination("eni0a1b2c3d4e5") if node == WORKER else None
+
+    def created_at(self, uid: str) -> int | None:
+        return {"server-old": 5, "server-new": 20}.get(uid)
+
+    def secret_versions(self, namespace: str, name: str) -> list[tuple[int, dict[str, str]]]:
+        return self.secrets.get(name, [])
+
+
+def _tls_data(dns: list[str]) -> dict[str, str]:
+    import base64
+
+    from cryptography import x509 as cx509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = cx509.Name([cx509.NameAttribute(NameOID.COMMON_NAME, "kiam-server")])
+    import datetime
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        cx509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(cx509.SubjectAlternativeName([cx509.DNSName(d) for d in dns]), False)
+        .sign(key, hashes.SHA256())
+    )
+    return {"tls.crt": base64.b64encode(cert.public_bytes(serialization.Encoding.PEM)).decode()}
+
+
+HOST = "kiam-server.kiam.svc.cluster.local"
+NEW_HOST = "kiam-grpc.kiam.svc.cluster.local"
+
+
+def _agent(port: int = 8181, host: str = HOST, ready: bool = True) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "agent", "uid": "agent"},
+        "spec": {
+            "nodeName": WORKER,
+            "containers": [
+                {
+                    "command": ["/kiam"],
+                    "args": [
+                        "agent",
+                        "--iptables",
+                        f"--port={port}",
+                        f"--server-address={host}:9610",
+                    ],
+                }
+            ],
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def _server(uid: str, ip: str = "10.0.0.9", bind: int = 9610) -> dict[str, Any]:
+    return {
+        "metadata": {"name": uid, "uid": uid, "namespace": "kiam"},
+        "spec": {
+            "containers": [{"args": ["server", f"--bind=0.0.0.0:{bind}"]}],
+            "volumes": [{"name": "tls", "secret": {"secretName": "kiam-server-certificate"}}],
+        },
+        "status": {"podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def _chain(
+    rules: list[Rule],
+    agents: list[dict[str, Any]],
+    servers: list[dict[str, Any]],
+    versions: list[tuple[int, list[str]]],
+    endpoints: set[str] | None = None,
+) -> Any:
+    from e2e.harness.kiam_chain import ChainState
+
+    secrets = {"kiam-server-certificate": [(r, _tls_data(d)) for r, d in versions]}
+    return ChainState(
+        agents=agents,
+        servers=servers,
+        # The old and the new Service, both listing the server (until the old one goes).
+        ready_endpoints={
+            service: endpoints if endpoints is not None else {"10.0.0.9"}
+            for service in ("kiam-server", "kiam-grpc")
+        },
+        model=cast(Any, FakeModel(rules, secrets)),
+    )
+
+
+RULE = Rule("10.0.1.1", 8181, "eni+")
+OLD_NAMES = [HOST, "localhost"]
+
+
+@pytest.mark.parametrize(
+    ("chain", "expected"),
+    [
+        (
+            lambda: _chain([RULE], [_agent()], [_server("server-old")], [(1, OLD_NAMES)]),
+            (True, "agent on worker-0 to server-old"),
+        ),
+        (
+            lambda: _chain([], [_agent()], [_server("server-old")], [(1, OLD_NAMES)]),
+            (False, "no kiam rule on worker-0: the node's own metadata service"),
+        ),
+        # The old rule first, the agent on another port: connection refused.
+        (
+            lambda: _chain(
+                [RULE, Rule("10.0.1.1", 8282, "eni+")],
+                [_agent(port=8282)],
+                [_server("server-old")],
+                [(1, OLD_NAMES)],
+            ),
+            (False, "worker-0's rule sends it to port 8181: no Ready agent there"),
+        ),
+        (
+            lambda: _chain(
+                [RULE], [_agent(ready=False)], [_server("server-old")], [(1, OLD_NAMES)]
+            ),
+            (False, "worker-0's rule sends it to port 8181: no Ready agent there"),
+        ),
+        (
+            lambda: _chain(
+                [RULE], [_agent()], [_server("server-old")], [(1, OLD_NAMES)], endpoints=set()
+            ),
+            (
+                False,
+                f"the agent on worker-0 dials {HOST}:9610: no Ready server there names {HOST} on "
+                "9610",
+            ),
+        ),
+        (
+            lambda: _chain([RULE], [_agent()], [_server("server-old", bind=443)], [(1, OLD_NAMES)]),
+            (
+                False,
+                f"the agent on worker-0 dials {HOST}:9610: no Ready server there names {HOST} on "
+                "9610",
+            ),
+        ),
+        # A server created before the Secret named the new host may still serve the old one.
+        (
+            lambda: _chain(
+                [RULE],
+                [_agent(host=NEW_HOST)],
+                [_server("server-old")],
+                [(1, OLD_NAMES), (10, [*OLD_NAMES, NEW_HOST])],
+            ),
+            (
+                False,
+                f"the agent on worker-0 dials {NEW_HOST}:9610: no Ready server there names "
+                f"{NEW_HOST} on 9610",
+            ),
+        ),
+        # One created after it has loaded it.
+        (
+            lambda: _chain(
+                [RULE],
+                [_agent(host=NEW_HOST)],
+                [_server("server-new")],
+                [(1, OLD_NAMES), (10, [*OLD_NAMES, NEW_HOST])],
+            ),
+            (True, "agent on worker-0 to server-new"),
+        ),
+        # A name the Secret dropped since the server started may be gone from what it serves.
+        (
+            lambda: _chain(
+                [RULE],
+                [_agent()],
+                [_server("server-new")],
+                [(1, [*OLD_NAMES, NEW_HOST]), (30, [NEW_HOST])],
+            ),
+            (
+                False,
+                f"the agent on worker-0 dials {HOST}:9610: no Ready server there names {HOST} on "
+                "9610",
+            ),
+        ),
+    ],
+)
+def test_kiam_serves_a_pod_only_through_rule_agent_server_and_certificate(
+    chain: Any, expected: tuple[bool, str]
+) -> None:
+    pod = {"metadata": {"name": "p"}, "spec": {"nodeName": WORKER}}
+    verdict = chain().serves(pod)
+    assert (verdict.works, verdict.why) == expected
+
+
+def test_a_kiam_pod_the_chain_cannot_serve_is_not_served() -> None:
+    app = Application("billing", "billing", ROLE_ARN, BASE_ARN)
+    unserved = _chain([], [_agent()], [_server("server-old")], [(1, OLD_NAMES)])
+    found = credentials(
+        _pod({}, "billing-api") | {"spec": {"nodeName": WORKER, "containers": []}},
+        app,
+        PERMITS,
+        {},
+        False,
+        KIAM_ONLY,
+        unserved,
+    )
+    assert (found.source, found.works, found.why) == (
+        "kiam",
+        False,
+        "no kiam rule on worker-0: the node's own metadata service",
+    )

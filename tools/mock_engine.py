@@ -22,7 +22,7 @@ from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.sync_await import _sync_await
 
 from contracts import pod_identity, tokens
-from contracts.eks_node_group import FORCE_NEW, REPLACE_ON_CHANGES
+from contracts.eks_node_group import FORCE_NEW
 from program.last_update import READ_STACK_RESOURCES
 from settings.cluster import partition_of
 
@@ -33,12 +33,6 @@ PROJECT = "kiam"
 ORGANIZATION = "organization"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 MAIN = PROJECT_DIR / "__main__.py"
-
-# Arguments of aws.eks.NodeGroup whose change gives the group a new name: those EKS replaces the
-# group for, and those the program asks the engine to replace it on (`replaceOnChanges`).
-NODE_GROUP_REPLACE_FIELDS = tuple(
-    dict.fromkeys(f.split(".", 1)[0] for f in (*FORCE_NEW, *REPLACE_ON_CHANGES))
-)
 
 
 @dataclass(frozen=True)
@@ -133,6 +127,8 @@ class KiamMocks(pulumi.runtime.Mocks):
         """The outputs the stack's last update left."""
         self.last_resources = dict(last_resources or {})
         """URN -> type of every resource the stack's last update left in its state."""
+        self.replace_on_changes: tuple[str, ...] = ()
+        """The `replaceOnChanges` of the registration being answered."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         inputs = dict(args.inputs)
@@ -148,11 +144,13 @@ class KiamMocks(pulumi.runtime.Mocks):
                 "uniqueId": f"AROA{_short_hash(arn, 16).upper()}",
             }
         if typ == tokens.LAUNCH_TEMPLATE:
-            lt_id = f"lt-{_short_hash(inputs, 17)}"
+            # One template per resource, as AWS keeps it: its id and name stay, and a change of
+            # its content is a new version of it (`updateDefaultVersion`), not a new template.
+            lt_id = f"lt-{_short_hash(name, 17)}"
             return lt_id, {
                 **inputs,
-                "name": f"{inputs.get('namePrefix', '')}{_short_hash(inputs)}",
-                "latestVersion": 1,
+                "name": f"{inputs.get('namePrefix', '')}{_short_hash(name)}",
+                "latestVersion": int(_short_hash(inputs, 6), 16),
             }
         if typ == tokens.POD_IDENTITY_ASSOCIATION:
             # EKS gives an association an id `a-` and 17 characters, and an ARN naming the cluster.
@@ -170,8 +168,10 @@ class KiamMocks(pulumi.runtime.Mocks):
                 "arn": f"arn:{self.partition}:eks:{self.region}:{self.account_id}:addon/{cluster}/{addon}/mock",
             }
         if typ == tokens.NODE_GROUP:
-            # Like EKS, a replacement gets a fresh suffix: here derived from the fields that force one.
-            forcing = {k: inputs.get(k) for k in NODE_GROUP_REPLACE_FIELDS}
+            # Like EKS, a replacement gets a fresh suffix: here derived from what forces one, the
+            # arguments EKS replaces a group for and those the program registered the group to be
+            # replaced on (`replaceOnChanges`), never from what the program is meant to ask.
+            forcing = {path: _at(inputs, path) for path in (*FORCE_NEW, *self.replace_on_changes)}
             group = (
                 inputs.get("nodeGroupName")
                 or f"{inputs.get('nodeGroupNamePrefix', '')}{_short_hash(forcing, 26)}"
@@ -265,6 +265,14 @@ class KiamMocks(pulumi.runtime.Mocks):
         raise NotImplementedError(f"the mock engine has no answer for {args.token}")
 
 
+def _at(inputs: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted input path (`launchTemplate.id`), None where absent."""
+    node: Any = inputs
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
 def _pem(kind: str, name: str) -> str:
     return f"-----BEGIN {kind}-----\nmock {name}\n-----END {kind}-----\n"
 
@@ -274,6 +282,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def __init__(self, mocks: KiamMocks) -> None:
         super().__init__(mocks)
+        self.kiam_mocks = mocks
         self.registrations: list[Registration] = []
         self.reads: list[Registration] = []
         self.invokes: list[Invoke] = []
@@ -315,6 +324,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return response
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
+        # What the registration asks to be replaced on reaches the answer (`new_resource`).
+        self.kiam_mocks.replace_on_changes = tuple(request.replaceOnChanges)
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type == "pulumi:pulumi:Stack":
             return response

@@ -11,7 +11,9 @@ from contracts.labels import NODE_GROUP_LABEL, Role, selector_labels
 from e2e.harness import stack_yaml
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.drainer import Drainer
+from e2e.harness.kiam_chain import KiamChain
 from e2e.harness.kube import Kube, is_ready, selector
+from e2e.harness.node_rules import NodeRulesModel
 from e2e.harness.pulumi import PulumiStack, install_provider
 from e2e.harness.shape import ClusterShape, shape_of
 from settings.loader import settings_from_stack_file
@@ -33,6 +35,11 @@ class Environment:
         self.drainer = Drainer(self.kube)
         self._draining = self.drainer.running()
         self._draining.__enter__()
+        # What kiam's agents leave in each node's iptables, and what kubelets mount, from the
+        # start: kwok nodes have neither (e2e/harness/node_rules.py).
+        self.node_rules = NodeRulesModel(self.kube)
+        self._modelling = self.node_rules.running()
+        self._modelling.__enter__()
 
     @classmethod
     def start(cls, root: Path, bin_dir: Path, name: str) -> Environment:
@@ -41,7 +48,12 @@ class Environment:
         install_provider(root / "pulumi-home", bin_dir)
         return cls(root=root, bin_dir=bin_dir, plane=plane, kube=kube)
 
+    def kiam_chain(self, namespace: str) -> KiamChain:
+        """The judge of whether kiam serves a pod, for kiam in `namespace`."""
+        return KiamChain(self.kube, self.node_rules, namespace)
+
     def stop(self) -> None:
+        self._modelling.__exit__(None, None, None)
         self._draining.__exit__(None, None, None)
         self.plane.stop()
 

@@ -131,6 +131,21 @@ class PulumiStack:
             raise PulumiCommandError(result)
         return result
 
+    def start(self, *args: str) -> tuple[subprocess.Popen[str], Path]:
+        """A CLI command started in the background (to be interrupted, as an operator's ^C or a
+        CI job's timeout does): its output goes to a file beside the stack's state."""
+        log = self.state_dir / f"{args[0]}-{len(self.history)}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        process = subprocess.Popen(
+            [str(self.bin_dir / "pulumi"), *args, "--non-interactive", "--color", "never"],
+            cwd=self.project_dir,
+            env=self.env(),
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        return process, log
+
     def create(self, stack_file: Path) -> None:
         """The project directory, the stack, and its settings from `stack_file`."""
         self.project_dir.mkdir(parents=True, exist_ok=True)
@@ -168,13 +183,23 @@ class PulumiStack:
     def preview(self, *extra: str, check: bool = True) -> Result:
         return self.run("preview", "--stack", self.stack, *extra, check=check)
 
-    def up(self, *extra: str, check: bool = True, event_log: Path | None = None) -> Result:
+    def up(
+        self,
+        *extra: str,
+        check: bool = True,
+        event_log: Path | None = None,
+        skip_preview: str | None = None,
+    ) -> Result:
+        """`pulumi up` as the README and the deploy workflow run it: the engine previews the
+        change first (and a refusal or a policy violation stops it there), then applies it.
+        `skip_preview` (why) runs the update alone, as `--skip-preview` does."""
         log = ["--event-log", str(event_log)] if event_log else []
-        return self.run(
-            "up", "--stack", self.stack, "--yes", "--skip-preview", *log, *extra, check=check
-        )
+        skip = ["--skip-preview"] if skip_preview is not None else []
+        return self.run("up", "--stack", self.stack, "--yes", *skip, *log, *extra, check=check)
 
     def destroy(self, check: bool = True) -> Result:
+        # A destroy previews nothing worth judging (every resource goes); the suite destroys
+        # only to leave the control plane clean.
         return self.run("destroy", "--stack", self.stack, "--yes", "--skip-preview", check=check)
 
     def outputs(self) -> dict[str, Any]:

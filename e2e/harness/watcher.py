@@ -21,6 +21,7 @@ from contracts import credential_env
 from contracts.kiam import permits, resolve
 from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION, selector_labels
 from contracts.pod_identity import AGENT_ADDON
+from e2e.harness.kiam_chain import ChainState, KiamChain
 from e2e.harness.kube import Kube, is_ready, selector
 from e2e.standins import pod_identity
 from settings.applications import ServedBy
@@ -290,6 +291,7 @@ def credentials(
     associations: dict[tuple[str, str], dict[str, Any]],
     agent_running: bool,
     states: frozenset[ServedBy],
+    kiam: ChainState,
 ) -> Credentials:
     """Where the SDK in `pod` gets credentials, given the live cluster and the states the
     application's IAM trust is in (`states`: the role's trust is IAM, which the stand-ins do not
@@ -297,7 +299,9 @@ def credentials(
 
     The chain (contracts/credential_env.py): web identity (IRSA) first, then container
     credentials (Pod Identity), then the instance metadata API, which kiam intercepts. An SDK
-    whose configured step fails does not fall back to a later one."""
+    whose configured step fails does not fall back to a later one. A kiam pod is served only
+    while its request reaches a Ready agent on its node that reaches a Ready server
+    (e2e/harness/kiam_chain.py), and the server admits its role."""
     containers = pod["spec"]["containers"]
     env = {e["name"]: e.get("value", "") for c in containers for e in c.get("env") or []}
     if credential_env.has_web_identity(env):
@@ -323,7 +327,10 @@ def credentials(
             return Credentials("kiam", False, f"annotated for {arn}")
         if not permits(permitted, arn):
             return Credentials("kiam", False, "its namespace does not permit the role")
-        return Credentials("kiam", True, "permitted by its namespace")
+        chain = kiam.serves(pod)
+        if not chain.works:
+            return Credentials("kiam", False, chain.why)
+        return Credentials("kiam", True, f"permitted by its namespace; {chain.why}")
     return Credentials("none", False, "no wiring and no kiam annotation")
 
 
@@ -337,6 +344,8 @@ class CredentialWatcher:
     applications: list[Application]
     states: dict[str, frozenset[ServedBy]]
     """Application -> the states its trust is in while this watcher runs."""
+    chain: KiamChain
+    """Asks whether kiam's agents and servers can serve a pod at this moment."""
     samples: list[CredentialSample] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -348,6 +357,9 @@ class CredentialWatcher:
             threading.Thread(target=self._stream, args=(path,), daemon=True)
             for path in [
                 *(f"/api/v1/namespaces/{n}/pods" for n in namespaces),
+                # kiam's own pods and the Service's endpoints: an agent or server that stops.
+                f"/api/v1/namespaces/{self.chain.namespace}/pods",
+                f"/apis/discovery.k8s.io/v1/namespaces/{self.chain.namespace}/endpointslices",
                 f"/api/v1/namespaces/{pod_identity.NAMESPACE}/configmaps"
                 f"?labelSelector={pod_identity.ASSOCIATION_SELECTOR}",
             ]
@@ -361,6 +373,7 @@ class CredentialWatcher:
         t = self.now()
         associations = pod_identity.associations(self.kube)
         agent_running = pod_identity.agent_in_cluster(self.kube)
+        kiam = self.chain.state()
         pods: dict[str, Credentials] = {}
         for app in self.applications:
             namespace = self.kube.get(f"/api/v1/namespaces/{app.namespace}")
@@ -372,8 +385,10 @@ class CredentialWatcher:
             ):
                 if pod["metadata"].get("deletionTimestamp"):
                     continue  # going: its SDK is no longer asked
+                if (pod.get("status") or {}).get("phase") != "Running":
+                    continue  # not started: nothing in it asks yet
                 pods[f"{app.app}/{pod['metadata']['name']}"] = credentials(
-                    pod, app, permitted, associations, agent_running, self.states[app.app]
+                    pod, app, permitted, associations, agent_running, self.states[app.app], kiam
                 )
         return CredentialSample(t=t, pods=pods)
 

@@ -1,16 +1,22 @@
 """The node group stand-in: kwok Nodes registered through Pulumi, so the engine itself creates,
 replaces (create-before-delete), updates and deletes them as it does an EKS managed node group.
 
-The group is a ConfigMap holding, one key each, the arguments an `aws.eks.NodeGroup` would get
-from the same settings whose change makes a new group: what EKS replaces a group for, and what
-the program's `replaceOnChanges` names (`contracts/eks_node_group.py`). The engine replaces it on
-any change, create-before-delete; a new group is a new ConfigMap name, so new Nodes. A label
-change reaches the running Nodes in place; a size change adds or removes Nodes. The taint and the versions never change on a running Node, because the program
-replaces the group for them, as it does on AWS.
+The group is a ConfigMap holding, one annotation each, every argument an `aws.eks.NodeGroup`
+gets from the same settings, registered with the program's own options for the group
+(components/node_group_options.py): it is replaced (a new generated name, so new Nodes) exactly
+on a change of an argument EKS replaces a group for (`contracts.eks_node_group.FORCE_NEW`) or one
+those options name in `replaceOnChanges`, create-before-delete unless they say otherwise. Any
+other change takes EKS's in-place path: labels and taints reach the running Nodes (a NoExecute
+taint evicts what does not tolerate it, by the real controller manager), a size change adds or
+removes Nodes, and a version update (the Kubernetes version, the launch template's content) rolls
+the group's Nodes: new ones of the same group, then the old ones drained and deleted, as EKS's
+managed node update does. Without the program's options, the real-engine node-change scenario
+therefore sees what EKS would do.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,8 +25,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.node_group_options import replacement_options
 from contracts import labels
-from contracts.eks_node_group import replaces_group, root_device
+from contracts.eks_node_group import FORCE_NEW, root_device
 from settings.node_group import ARM_AMI_TYPES, NodeGroupSettings
 
 # Where the group ConfigMaps live: a namespace every control plane has.
@@ -61,6 +68,18 @@ def group_arguments(s: NodeGroupSettings, kubernetes_version: str) -> dict[str, 
 
 def _as_data(arguments: dict[str, Any]) -> dict[str, str]:
     return {k: json.dumps(v, sort_keys=True) for k, v in arguments.items()}
+
+
+# What a node runs: a change of these is EKS's version update, which replaces the group's nodes.
+NODE_SOFTWARE = ("version", "launchTemplate")
+
+
+def replaced_on(arguments: list[str], options: pulumi.ResourceOptions) -> list[str]:
+    """The stand-in's arguments whose change replaces the group: those EKS replaces a group for
+    (FORCE_NEW, by their top-level name; `launchTemplate.id` is not among the stand-in's, whose
+    template content is one argument), and those `options.replace_on_changes` names."""
+    asked = {path.split(".", 1)[0] for path in options.replace_on_changes or []}
+    return [a for a in arguments if a in FORCE_NEW or a in asked]
 
 
 def node_zones(s: NodeGroupSettings, region: str) -> list[str]:
@@ -111,25 +130,30 @@ class KwokNodeGroup(pulumi.ComponentResource):
         super().__init__("kiam:e2e:KwokNodeGroup", name, None, opts)
         s = args.settings
         arguments = group_arguments(s, args.kubernetes_version)
+        options = replacement_options()
         self.group = k8s.core.v1.ConfigMap(
             # No metadata.name: the provider generates `<this name>-<suffix>`, a new one for each
-            # replacement, as the AWS provider does from `nodeGroupNamePrefix`. pulumi-kubernetes
-            # replaces a ConfigMap on any change of its data (pulumi-kubernetes#1567, unless the
-            # provider's enableConfigMapMutable is on; `replaceOnChanges` says so regardless), so
-            # it holds exactly the arguments whose change makes a new group. The others reach the
-            # running Nodes (labels) or their number (scaling), as EKS applies them.
+            # replacement, as the AWS provider does from `nodeGroupNamePrefix`. The arguments are
+            # annotations, which pulumi-kubernetes updates in place (its data would force a
+            # replacement of a ConfigMap on any change, provider.go `forceNewProperties`): only
+            # the options make it replace itself.
             name,
-            metadata={"namespace": GROUP_NAMESPACE},
-            data=_as_data({k: v for k, v in arguments.items() if replaces_group(k)}),
+            metadata={"namespace": GROUP_NAMESPACE, "annotations": _as_data(arguments)},
             opts=pulumi.ResourceOptions(
-                parent=self, replace_on_changes=["data"], delete_before_replace=False
+                parent=self,
+                replace_on_changes=[
+                    f"metadata.annotations.{a}" for a in replaced_on(list(arguments), options)
+                ],
+                delete_before_replace=options.delete_before_replace,
             ),
         )
         group: pulumi.Output[str] = self.group.metadata.name
+        # An in-place version update replaces the nodes of the same group: new names.
+        software = _short_hash({k: arguments[k] for k in NODE_SOFTWARE})
         taint = s.taint
         self.nodes = []
         for index, zone in enumerate(node_zones(s, args.region)):
-            node_name = group.apply(_node_name(index))
+            node_name = group.apply(_node_name(index, software))
             self.nodes.append(
                 k8s.core.v1.Node(
                     # Stable logical names: a new group name replaces each Node, create first.
@@ -161,8 +185,12 @@ class KwokNodeGroup(pulumi.ComponentResource):
         self.register_outputs({"node_group_name": self.node_group_name})
 
 
-def _node_name(index: int) -> Callable[[str], str]:
-    return lambda group: f"{group}-{index}"
+def _node_name(index: int, software: str) -> Callable[[str], str]:
+    return lambda group: f"{group}-{software}-{index}"
+
+
+def _short_hash(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:5]
 
 
 def _labels_of(

@@ -380,6 +380,17 @@ def run_the_move(m: Move, update: bool) -> None:
     m.results["rollback complete"] = watched(m, "rollback complete", stack.up)
     set_phase(m, "complete")
     m.results["complete again"] = watched(m, "complete again", stack.up)
+    # Two phases back at once would delete the agents the stack owns since complete, with their
+    # rule in place: refused before anything changes (settings/transitions.py).
+    set_phase(m, "servers")
+    m.results["back two phases (preview)"] = watched(
+        m, "back two phases (preview)", lambda: stack.preview(check=False)
+    )
+    m.results["back two phases"] = watched(m, "back two phases", lambda: stack.up(check=False))
+    set_phase(m, "complete")
+    m.results["complete, after the refusal"] = watched(
+        m, "complete, after the refusal", lambda: stack.up("--expect-no-changes")
+    )
     # The runbook's clean-up of what the old install leaves.
     watched(m, "cleaned up", lambda: clean_up(m))
 
@@ -434,7 +445,11 @@ def test_agents_stay_on_the_same_nodes(move: Move) -> None:
 
 def test_every_step_succeeds_but_the_one_the_runbook_warns_about(move: Move) -> None:
     failed = {name for name, result in move.results.items() if result.returncode != 0}
-    assert failed == {"takeover without orphaning"}
+    assert failed == {
+        "takeover without orphaning",
+        "back two phases (preview)",
+        "back two phases",
+    }
     output = move.results["takeover without orphaning"].output
     assert "kiam-agent" in output and "Server-Side Apply field conflict" in output
     # ... and changed nothing of the old DaemonSet.
@@ -443,6 +458,26 @@ def test_every_step_succeeds_but_the_one_the_runbook_warns_about(move: Move) -> 
     assert after["metadata"]["uid"] == before["metadata"]["uid"]
     assert after["metadata"]["generation"] == before["metadata"]["generation"]
     assert after["spec"] == before["spec"]
+
+
+BACK_TWO_PHASES = (
+    "kiam:adoption.phase: complete back to servers would delete the agent DaemonSet the stack "
+    "owns since complete (no longer kept on delete) without removing its iptables rule: one phase "
+    "at a time, takeover first (docs/migration.md, Phase 3)"
+)
+
+
+def test_going_back_two_phases_is_refused_and_changes_nothing(move: Move) -> None:
+    for name in ("back two phases (preview)", "back two phases"):
+        output = move.results[name].output
+        assert BACK_TWO_PHASES in output, output
+        assert "Traceback" not in output
+    ds = f"DaemonSet/{AGENT_DAEMON_SET}"
+    before, after = move.seen["complete again"][ds], move.seen["back two phases"][ds]
+    assert (after["metadata"]["uid"], after["metadata"]["generation"]) == (
+        before["metadata"]["uid"],
+        before["metadata"]["generation"],
+    )
 
 
 def test_the_previews_show_what_the_runbook_says(move: Move) -> None:

@@ -28,7 +28,7 @@ def test_a_kubectl_edit_is_invisible_then_conflicts_then_recovers(env: Environme
     assert ".spec.minReadySeconds" in refreshed.output
 
     # Recovery 1: the update alone.
-    stack.up("--refresh")  # the harness's `up` skips the preview
+    stack.up("--refresh", skip_preview="the recovery is the update without its preview")
     assert_restored(env)
     # Recovery 2: drift again, clear the managed fields, then the usual `pulumi up --refresh`.
     edit_min_ready_seconds(env, 5)

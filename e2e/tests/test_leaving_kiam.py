@@ -131,7 +131,9 @@ class Scenario:
     def watched(self, label: str, states: dict[str, frozenset[ServedBy]]) -> Iterator[Step]:
         repeats = sum(s.label.split(" (again")[0] == label for s in self.story.steps)
         label = f"{label} (again {repeats})" if repeats else label
-        watcher = CredentialWatcher(self.env.kube, self.applications, states)
+        watcher = CredentialWatcher(
+            self.env.kube, self.applications, states, self.env.kiam_chain("kiam")
+        )
         step = Step(label, states, {}, {}, 0, [])
         with watcher.running():
             yield step
@@ -162,7 +164,8 @@ class Scenario:
             check_golden(golden, diff, self.update_golden)
         in_force = {a: frozenset({before[a], self.states[a]}) for a in APPS}
         with self.watched(label, in_force) as step:
-            self.stack.up()
+            # Previewed just above, as a reviewer reads it (--diff) and as the test reads it.
+            self.stack.up(skip_preview="previewed just before")
         step.steps = steps
         self.record(step.label)
 

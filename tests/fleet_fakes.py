@@ -22,12 +22,26 @@ def event(**body: Any) -> EngineEvent:
     return EngineEvent.from_json({"sequence": 1, "timestamp": 1, **body})
 
 
-def state(urn: str, parent: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "t", "urn": urn, "id": "", "parent": parent, "provider": "", "inputs": inputs}
+def state(urn: str, parent: str, inputs: dict[str, Any], retain: bool = False) -> dict[str, Any]:
+    return {
+        "type": "t",
+        "urn": urn,
+        "id": "",
+        "parent": parent,
+        "provider": "",
+        "inputs": inputs,
+        "retainOnDelete": retain,
+    }
 
 
 def step(
-    op: str, type_: str, name: str, parent: str = KIAM, old: Any = None, new: Any = None
+    op: str,
+    type_: str,
+    name: str,
+    parent: str = KIAM,
+    old: Any = None,
+    new: Any = None,
+    retain: bool = False,
 ) -> EngineEvent:
     urn = f"{parent}${type_}::{name}"
     metadata = {
@@ -35,8 +49,8 @@ def step(
         "urn": urn,
         "type": type_,
         "provider": "",
-        "old": None if old is None else state(urn, parent, old),
-        "new": None if new is None else state(urn, parent, new),
+        "old": None if old is None else state(urn, parent, old, retain),
+        "new": None if new is None else state(urn, parent, new, retain),
         "detailedDiff": None,
     }
     return event(resourcePreEvent={"metadata": metadata})
@@ -69,6 +83,10 @@ def violation(policy: str, level: str = "mandatory") -> EngineEvent:
 
 def error(message: str) -> EngineEvent:
     return event(diagnosticEvent={"message": message, "color": "never", "severity": "error"})
+
+
+def info(message: str) -> EngineEvent:
+    return event(diagnosticEvent={"message": message, "color": "never", "severity": "info"})
 
 
 def template(image: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from tests.fleet_fakes import (
     SERVER_NODES_URN,
     FakeEngine,
     error,
+    info,
     project,
     step,
     summary,
@@ -205,6 +206,41 @@ def test_a_replaced_child_of_the_server_nodes_is_a_node_group_replacement() -> N
     assert read([updated]).node_group_replaced is False
 
 
+def test_what_review_must_not_miss_is_noted() -> None:
+    row = read(
+        [
+            step("replace", tokens.SECRET, "kiam-tls-server", old={}, new={}),
+            step("create-replacement", tokens.SECRET, "kiam-tls-server", old={}, new={}),
+            step("delete", tokens.NAMESPACE, "kiam-namespace", old={}),
+            step(
+                "replace",
+                "tls:index/locallySignedCert:LocallySignedCert",
+                "kiam-tls-agent",
+                old={},
+                new={},
+            ),
+            step("update", tokens.SECRET, "kiam-tls-agent", old={}, new={}),
+            info("sequenced change: kiam:server.serviceName: the running agents dial ..."),
+            info("an info message the program did not write"),
+        ]
+    )
+    assert row.notes == [
+        "replaces Secret kiam-tls-server",
+        "deletes Namespace kiam-namespace",
+        "replaces LocallySignedCert kiam-tls-agent",
+        "sequenced: kiam:server.serviceName",
+    ]
+    # A deleted namespace takes every server and agent with it.
+    assert (row.servers, row.agents) == ("deleted", "deleted")
+    # One the engine only forgets (kept on delete) takes nothing.
+    kept = read([step("delete", tokens.NAMESPACE, "kiam-namespace", old={}, retain=True)])
+    assert (kept.notes, kept.servers, kept.agents) == (
+        ["deletes Namespace kiam-namespace"],
+        "-",
+        "-",
+    )
+
+
 def test_policy_violations_and_errors() -> None:
     row = read(
         [
@@ -263,6 +299,7 @@ def rows() -> list[StackPreview]:
             {"create": 0, "update": 1, "replace": 3, "delete": 0},
             node_group_replaced=True,
             servers="restart",
+            notes=["replaces Secret kiam-tls-server", "sequenced: kiam:server.serviceName"],
             policy_packs={"kiam": "0.0.1"},
         ),
         StackPreview("prod-us", error="invalid settings", invalid_settings=True),
@@ -271,11 +308,11 @@ def rows() -> list[StackPreview]:
 
 def test_the_text_table() -> None:
     assert text_table(rows()) == (
-        "stack    create  update  replace  delete  node group  servers  agents   policy         error\n"
-        "-------  ------  ------  -------  ------  ----------  -------  -------  -------------  ----------------\n"
+        "stack    create  update  replace  delete  node group  servers  agents   policy         notes                                                                error\n"
+        "-------  ------  ------  -------  ------  ----------  -------  -------  -------------  -------------------------------------------------------------------  ----------------\n"
         "dev      0       2       0        0       -           restart  restart  passed (kiam)\n"
-        "prod-eu  0       1       3        0       replaced    restart  -        passed (kiam)\n"
-        "prod-us  -       -       -        -       -           -        -        -              invalid settings\n"
+        "prod-eu  0       1       3        0       replaced    restart  -        passed (kiam)  replaces Secret kiam-tls-server; sequenced: kiam:server.serviceName\n"
+        "prod-us  -       -       -        -       -           -        -        -                                                                                   invalid settings\n"
         "\n"
         "3 stacks previewed: 2 with changes, 1 failed (prod-us)"
     )
@@ -285,11 +322,11 @@ def test_the_markdown_table() -> None:
     assert markdown_table(rows()) == (
         "### Fleet preview\n"
         "\n"
-        "| stack | create | update | replace | delete | node group | servers | agents | policy | error |\n"
-        "|---|---:|---:|---:|---:|---|---|---|---|---|\n"
-        "| dev | 0 | 2 | 0 | 0 | - | restart | restart | passed (kiam) |  |\n"
-        "| prod-eu | 0 | 1 | 3 | 0 | replaced | restart | - | passed (kiam) |  |\n"
-        "| prod-us | - | - | - | - | - | - | - | - | invalid settings |\n"
+        "| stack | create | update | replace | delete | node group | servers | agents | policy | notes | error |\n"
+        "|---|---:|---:|---:|---:|---|---|---|---|---|---|\n"
+        "| dev | 0 | 2 | 0 | 0 | - | restart | restart | passed (kiam) |  |  |\n"
+        "| prod-eu | 0 | 1 | 3 | 0 | replaced | restart | - | passed (kiam) | replaces Secret kiam-tls-server; sequenced: kiam:server.serviceName |  |\n"
+        "| prod-us | - | - | - | - | - | - | - | - |  | invalid settings |\n"
         "\n"
         "3 stacks previewed: 2 with changes, 1 failed (prod-us)\n"
     )
@@ -333,7 +370,9 @@ def test_invalid_settings_exit_2_and_are_never_previewed(
     captured = capsys.readouterr()
     assert f"{stack_file}: invalid kiam settings (1 problem):" in captured.err
     assert "kiam:server.replicas" in captured.err
-    assert "| prod-us | - | - | - | - | - | - | - | - | invalid settings |" in markdown.read_text()
+    assert (
+        "| prod-us | - | - | - | - | - | - | - | - |  | invalid settings |" in markdown.read_text()
+    )
 
 
 def test_an_invalid_fleet_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

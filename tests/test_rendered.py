@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from syrupy.assertion import SnapshotAssertion
 
 from settings.cluster import ClusterSettings
 from settings.loader import settings_from_values
 from settings.stack import StackSettings
 from tests.conftest import EXAMPLE_STACKS, example_config, run_program
+from tools.mock_engine import PROJECT_DIR
 from tools.plan_diff import diff_plans, read_plan_dir, report
 from tools.render import Plan, render
 from tools.validate import Finding, iam_findings, kubernetes_findings, nearest_schema_version
@@ -367,9 +369,85 @@ def test_plan_diff_between_two_folders(tmp_path: Path) -> None:
         "iam/kiam-iam-server.json",
         "manifests/daemonset-kiam-kiam-agent.yaml",
         "manifests/deployment-kiam-kiam-server.yaml",
+        # Production's certificates live 4380 hours, not the default 8760.
+        "tls/locallysignedcert-kiam-tls-agent.json",
+        "tls/locallysignedcert-kiam-tls-server.json",
     ]
-    assert report(result).endswith("6 objects added, 6 changed, 0 removed")
+    assert report(result).endswith("6 objects added, 8 changed, 0 removed")
     assert (
         json.loads((tmp_path / "head" / "iam" / "kiam-iam-server.json").read_text())["path"]
         == "/kiam/"
     )
+
+
+def _stack_file(tmp_path: Path, **sections: dict[str, Any]) -> Path:
+    config = yaml.safe_load((PROJECT_DIR / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+    for key, values in sections.items():
+        config[f"kiam:{key}"] = {**config.get(f"kiam:{key}", {}), **values}
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump({"config": config}))
+    return path
+
+
+def test_plan_diff_judges_the_change_from_the_base_and_says_what_it_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.plan import main
+
+    base = tmp_path / "base"
+    assert main(["--stack", "dev", "--out", str(base), "--no-validate"]) == 0
+    assert json.loads((base / "outputs.json").read_text())["installed"]["server"][
+        "serviceName"
+    ] == ("kiam-server")
+    capsys.readouterr()
+    renamed = _stack_file(tmp_path, server={"serviceName": "kiam-grpc"})
+    assert main(["--config-file", str(renamed), "--diff", str(base), "--no-validate"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "sequenced change: kiam:server.serviceName: the running agents dial "
+        "kiam-server.kiam.svc.cluster.local:9610 until each is rolled"
+    )
+    assert "--- base/tls/certrequest-kiam-tls-server.json" in out
+    assert out.endswith(
+        "What it does:\n"
+        "  - the agents restart (DaemonSet kiam-agent's pod template changes), one node at a time\n"
+        "  - the servers restart (Deployment kiam-server's pod template changes), one server at a "
+        "time\n"
+        "  - certificates change (certrequest-kiam-tls-server): the TLS Secrets holding them are "
+        "updated in place\n"
+        "1 objects added, 3 changed, 1 removed\n"
+    )
+
+
+def test_plan_diff_refuses_what_pulumi_up_would_refuse_from_the_base(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.plan import main
+
+    base = tmp_path / "base"
+    assert main(["--stack", "dev", "--out", str(base), "--no-validate"]) == 0
+    capsys.readouterr()
+    moved = _stack_file(tmp_path, agent={"port": 9000})
+    assert main(["--config-file", str(moved), "--diff", str(base), "--no-validate"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"{moved}: refused: this change from what the stack's last update installed would take "
+        "credentials away (1 problem):\n  - kiam:agent.port: every node's iptables rule sends"
+    )
+
+
+def test_plan_diff_says_a_namespace_goes_with_everything_in_it_and_a_group_is_replaced() -> None:
+    from tools.plan_diff import consequences
+
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kiam\n"
+    group = '{"instanceTypes": ["t3.small"], "labels": {}}'
+    base = {
+        "manifests/namespace-kiam.yaml": namespace,
+        "aws/nodegroup-kiam-server-nodes.json": group,
+    }
+    head = {"aws/nodegroup-kiam-server-nodes.json": group.replace("t3.small", "m6i.large")}
+    assert consequences(base, head) == [
+        "namespace kiam is deleted, and with it every object in it",
+        "the server node group is replaced (instanceTypes): new nodes first, the servers Ready "
+        "there, then the old nodes drained",
+    ]

@@ -402,10 +402,12 @@ class MockEngine:
         cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
         last_outputs: Mapping[str, Any] | None = None,
         last_run: Recording | None = None,
+        last_resources: Mapping[str, str] | None = None,
     ) -> None:
         partition = partition_of(region)
         if last_run is not None:
             last_outputs = last_run.stack_outputs
+            last_resources = {r.urn: r.type for r in last_run.registrations}
         self.mocks = KiamMocks(
             account_id=account_id,
             region=region,
@@ -413,7 +415,7 @@ class MockEngine:
             cluster_addons=cluster_addons,
             stack_name=f"{ORGANIZATION}/{PROJECT}/{stack}",
             last_outputs=last_outputs,
-            last_resources={r.urn: r.type for r in last_run.registrations} if last_run else None,
+            last_resources=last_resources,
         )
         self.stack = stack
         self.config = dict(config or {})
@@ -452,6 +454,7 @@ def run_main(
     cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
     last_outputs: Mapping[str, Any] | None = None,
     last_run: Recording | None = None,
+    last_resources: Mapping[str, str] | None = None,
 ) -> Recording:
     """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start
     it, against a cluster running `cluster_addons` (by default the Pod Identity agent), for a
@@ -468,5 +471,6 @@ def run_main(
         cluster_addons=cluster_addons,
         last_outputs=last_outputs,
         last_run=last_run,
+        last_resources=last_resources,
     )
     return engine.run(lambda: runpy.run_path(str(MAIN), run_name="__main__"))

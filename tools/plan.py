@@ -7,7 +7,8 @@
 
 No cloud credentials, no Pulumi CLI. Exit codes: 0 planned cleanly (with --diff: no change);
 1 a validator, a guarantee or an ordering edge failed (with --diff: the plans differ); 2 the
-stack settings are invalid (nothing was registered).
+stack settings are invalid, or (with --diff) the change from the base plan is refused, as
+`pulumi up` would refuse it from that update (nothing was registered).
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from invariants import check_all
 from invariants.recorded import resources_from_recording
 from settings import SettingsError, settings_from_stack_file
 from settings.base import UNDECRYPTED_SECRET
+from settings.installed import LastUpdate
 from settings.loader import stack_name_of
 from settings.stack import StackSettings
+from settings.transitions import RefusedChangeError, judge
 from tools import validate
 from tools.stack_source import add_stack_source, stack_file_of
 
@@ -71,11 +74,23 @@ def main(argv: list[str] | None = None) -> int:
     from tools.plan_diff import diff_plans, read_plan_dir, report
     from tools.render import render
 
+    # With --diff, the base plan is what the stack's last update left: the change is judged from
+    # it as `pulumi up` judges it (settings/transitions.py), and refused the same way.
+    base = _base_update(args.diff) if args.diff else None
+    if base is not None:
+        try:
+            transition = judge(settings, base.installed(), base.resources, str(path))
+        except RefusedChangeError as refusal:
+            print(refusal, file=sys.stderr)
+            return EXIT_INVALID_SETTINGS
+        for verdict in transition.verdicts:
+            print(f"{verdict.kind.value} change: {verdict}")
+
     # A diff only compares renderings; validators and guarantees are the plain plan's job.
     with _validator_process(enabled=not (args.no_validate or args.diff)) as validator:
         secret_keys = _secret_keys(config)
         install = None
-        if settings.retire:
+        if settings.retire and base is None:
             # What the stack's last update would have left: kiam installed with these settings.
             # The plan shows the `pulumi up` that retires it (components/agent_retirement.py).
             installed_config = {k: v for k, v in config.items() if k != RETIRE_KEY}
@@ -84,7 +99,14 @@ def main(argv: list[str] | None = None) -> int:
             config,
             stack=stack,
             secret_keys=secret_keys,
-            last_outputs=install.stack_outputs if install is not None else None,
+            last_outputs=(
+                install.stack_outputs
+                if install is not None
+                else base.outputs
+                if base is not None
+                else None
+            ),
+            last_resources=dict(base.resources) if base is not None else None,
         )
         plan = render(recording)
         violations = check_all(resources_from_recording(recording))
@@ -118,6 +140,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     unordered = [edge for edge in edges if edge.problem is not None]
     return EXIT_FAILED if violations or findings or unordered else EXIT_OK
+
+
+def _base_update(plan_dir: Path) -> LastUpdate:
+    """What a plan written earlier with --out says its update left: its outputs, and its
+    resources by URN and type (a plan written before `outputs.json` existed has none)."""
+    outputs_file, resources_file = plan_dir / "outputs.json", plan_dir / "resources.json"
+    outputs = json.loads(outputs_file.read_text()) if outputs_file.exists() else {}
+    resources = json.loads(resources_file.read_text()) if resources_file.exists() else []
+    return LastUpdate(outputs=outputs, resources={str(r["urn"]): str(r["type"]) for r in resources})
 
 
 def _schema_note(kubernetes_version: str, schemas: str) -> str:

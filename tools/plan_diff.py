@@ -9,10 +9,16 @@ Exit 0 when the plans are equal, 1 when they differ.
 from __future__ import annotations
 
 import difflib
+import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from contracts.eks_node_group import FORCE_NEW, REPLACE_ON_CHANGES
+from contracts.rollouts import POD_TEMPLATE_PATH
 from tools.render import OBJECT_FOLDERS
 
 
@@ -24,6 +30,8 @@ class PlanDiff:
     added: list[str]
     changed: list[str]
     removed: list[str]
+    consequences: list[str] = field(default_factory=list)
+    """What the change does to running pods and to what holds them, in words."""
 
     @property
     def equal(self) -> bool:
@@ -62,12 +70,74 @@ def diff_plans(base: dict[str, str], head: dict[str, str]) -> PlanDiff:
                 tofile=f"head/{name}" if after is not None else "/dev/null",
             )
         )
-    return PlanDiff(text="".join(chunks), added=added, changed=changed, removed=removed)
+    return PlanDiff(
+        text="".join(chunks),
+        added=added,
+        changed=changed,
+        removed=removed,
+        consequences=consequences(base, head),
+    )
+
+
+def consequences(base: dict[str, str], head: dict[str, str]) -> list[str]:
+    """What a reviewer must not miss: pods that restart or stop, a namespace deleted with
+    everything in it, certificates re-issued, the server node group replaced."""
+    out: list[str] = []
+    before, after = _objects(base), _objects(head)
+    for key in sorted(before.keys() | after.keys()):
+        kind, name = key
+        old, new = before.get(key), after.get(key)
+        what = {"Deployment": "the servers", "DaemonSet": "the agents"}.get(kind)
+        if kind == "Namespace" and new is None:
+            out.append(f"namespace {name} is deleted, and with it every object in it")
+        elif what and new is None:
+            out.append(f"{what} stop: {kind} {name} is deleted")
+        elif what and old is not None and _template(old) != _template(new):
+            step = "one node at a time" if kind == "DaemonSet" else "one server at a time"
+            out.append(f"{what} restart ({kind} {name}'s pod template changes), {step}")
+    certificates = sorted(
+        f.removeprefix("tls/").removesuffix(".json")
+        for f in base.keys() | head.keys()
+        if f.startswith("tls/") and base.get(f) != head.get(f)
+    )
+    if certificates:
+        out.append(
+            "certificates change (" + ", ".join(certificates) + "): the TLS Secrets holding "
+            "them are updated in place"
+        )
+    for f in sorted(k for k in base.keys() & head.keys() if k.startswith("aws/nodegroup-")):
+        old_group, new_group = json.loads(base[f]), json.loads(head[f])
+        forcing = {p.split(".", 1)[0] for p in (*FORCE_NEW, *REPLACE_ON_CHANGES)}
+        changed = sorted(k for k in forcing if old_group.get(k) != new_group.get(k))
+        if changed:
+            out.append(
+                "the server node group is replaced (" + ", ".join(changed) + "): new nodes "
+                "first, the servers Ready there, then the old nodes drained"
+            )
+    return out
+
+
+def _objects(files: dict[str, str]) -> dict[tuple[str, str], Any]:
+    found: dict[tuple[str, str], Any] = {}
+    for name, text in files.items():
+        if name.startswith("manifests/"):
+            obj = yaml.safe_load(text) or {}
+            meta = obj.get("metadata") or {}
+            found[(str(obj.get("kind")), str(meta.get("name")))] = obj
+    return found
+
+
+def _template(obj: Any) -> Any:
+    for key in POD_TEMPLATE_PATH:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
 
 
 def report(result: PlanDiff) -> str:
-    """What the command prints: the diffs, then one summary line."""
+    """What the command prints: the diffs, what they do to running pods, one summary line."""
     body = result.text if result.text.endswith("\n") or not result.text else result.text + "\n"
+    if result.consequences:
+        body += "What it does:\n" + "".join(f"  - {c}\n" for c in result.consequences)
     return f"{body}{result.summary()}"
 
 

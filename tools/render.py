@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -30,6 +30,12 @@ class Plan:
     """File name -> a role's trust policy, inline policies and managed policy ARNs."""
     aws: dict[str, dict[str, Any]]
     """File name -> inputs of every other AWS resource (the node group, its launch template)."""
+    tls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """File name -> inputs of every pulumi-tls resource, keys redacted: what each certificate
+    asks for (names, addresses, uses, lifetime), so a re-issue shows in review even though the
+    Secret payloads are redacted."""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    """The stack outputs (`installed` among them): what a later `--diff` judges its change from."""
     patches: frozenset[str] = frozenset()
     """Manifests (file names) that are patches: some fields of an object the stack does not own
     whole (pulumi-kubernetes `<Kind>Patch`), partial by design."""
@@ -39,12 +45,15 @@ class Plan:
         out = {f"manifests/{name}": manifest_yaml(obj) for name, obj in self.manifests.items()}
         out |= {f"iam/{name}": _json(doc) for name, doc in self.iam.items()}
         out |= {f"aws/{name}": _json(doc) for name, doc in self.aws.items()}
+        out |= {f"tls/{name}": _json(doc) for name, doc in self.tls.items()}
         out["resources.json"] = _json(self.resources)
+        out["outputs.json"] = _json(self.outputs)
         return out
 
 
 # Folders of per-object files that `--diff` compares; resources.json repeats them in one file.
-OBJECT_FOLDERS = ("manifests", "iam", "aws")
+OBJECT_FOLDERS = ("manifests", "iam", "aws", "tls")
+TLS_PREFIX = "tls:"
 
 
 def _json(value: Any) -> str:
@@ -142,13 +151,26 @@ def render(recording: Recording) -> Plan:
         for r in recording.registrations
         if r.custom and r.type.startswith("aws:") and r.type not in (ROLE, ROLE_POLICY, ATTACHMENT)
     }
+    tls = {
+        f"{r.type.rsplit(':', 1)[-1].lower()}-{r.name}.json": _without_pems(redacted_inputs(r))
+        for r in recording.registrations
+        if r.custom and r.type.startswith(TLS_PREFIX)
+    }
     return Plan(
         resources=resources,
         manifests=manifests,
         iam=iam_documents(recording),
         aws=aws,
+        tls=tls,
+        outputs=_whole_numbers(json.loads(json.dumps(recording.stack_outputs, default=str))),
         patches=frozenset(patches),
     )
+
+
+def _without_pems(inputs: dict[str, Any]) -> dict[str, Any]:
+    """PEMs another resource computes say nothing offline (the mock engine's are placeholders):
+    what a certificate asks for is the rest."""
+    return {k: v for k, v in inputs.items() if not k.endswith("Pem")}
 
 
 def iam_documents(recording: Recording) -> dict[str, dict[str, Any]]:

@@ -18,6 +18,8 @@ from tools.fleet.engine import Engine, EngineError
 
 # Columns of the summary counts, as the engine's SummaryEvent names the operations.
 COUNTED_OPS = ("create", "update", "replace", "delete")
+# How the program says in the engine's log what it sequences (program/stack.py `judge_change`).
+SEQUENCED = "sequenced change: "
 
 
 @dataclass
@@ -30,6 +32,9 @@ class StackPreview:
     servers: str = "-"
     """`restart` (the Deployment's pod template changes), `new`, `deleted` or `-`."""
     agents: str = "-"
+    notes: list[str] = field(default_factory=list)
+    """What review must not miss: Secrets, namespaces and certificates replaced or deleted, and
+    every change the program sequences (its `sequenced change:` diagnostics)."""
     policy_packs: dict[str, str] = field(default_factory=dict)
     mandatory: list[str] = field(default_factory=list)
     advisory: list[str] = field(default_factory=list)
@@ -75,8 +80,17 @@ class EventSummary:
                 else self.result.advisory
             )
             target.append(policy.policy_name)
-        elif event.diagnostic_event is not None and event.diagnostic_event.severity == "error":
-            self._errors.append(" ".join(event.diagnostic_event.message.split()))
+        elif event.diagnostic_event is not None:
+            message = " ".join(event.diagnostic_event.message.split())
+            if event.diagnostic_event.severity == "error":
+                self._errors.append(message)
+            elif message.startswith(SEQUENCED):
+                setting = message.removeprefix(SEQUENCED).split(": ", 1)[0]
+                self._note(f"sequenced: {setting}")
+
+    def _note(self, note: str) -> None:
+        if note not in self.result.notes:
+            self.result.notes.append(note)
 
     def _step(self, step: ev.StepEventMetadata) -> None:
         op = str(step.op.value if hasattr(step.op, "value") else step.op)
@@ -84,6 +98,15 @@ class EventSummary:
         parent = state.parent if state is not None else ""
         if op in REPLACE_OPS and parent.endswith(f"::{SERVER_NODES}"):
             self.result.node_group_replaced = True
+        kind = step.type.rsplit(":", 1)[-1]
+        name = step.urn.rsplit("::", 1)[-1]
+        noted = step.type in (tokens.SECRET, tokens.NAMESPACE) or step.type.startswith("tls:")
+        if noted and (op in REPLACE_OPS or op == "delete"):
+            verb = "replaces" if op in REPLACE_OPS else "deletes"
+            self._note(f"{verb} {kind} {name}")
+            if step.type == tokens.NAMESPACE and op == "delete" and not _retained(step):
+                # Everything in it goes with it, whatever else the preview shows.
+                self.result.servers = self.result.agents = "deleted"
         if step.type == tokens.DEPLOYMENT:
             self.result.servers = _workload_change(op, step, self.result.servers)
         elif step.type == tokens.DAEMON_SET:
@@ -93,6 +116,11 @@ class EventSummary:
         if error is not None:
             self.result.error = self._errors[-1] if self._errors else error.splitlines()[-1]
         return self.result
+
+
+def _retained(step: ev.StepEventMetadata) -> bool:
+    """A delete the engine only forgets (`retainOnDelete` in the old state)."""
+    return bool(getattr(step.old, "retain_on_delete", False))
 
 
 def _workload_change(op: str, step: ev.StepEventMetadata, before: str) -> str:
@@ -145,6 +173,8 @@ def preview_fleet(
             row = summary.finish(None)
         except EngineError as error:
             row = summary.finish(str(error))
+        except Exception as error:  # a kubeconfig, an exec plugin: the row says, never a traceback
+            row = summary.finish(f"preview raised {type(error).__name__}: {error}")
         say(f"{stack}: {'failed' if row.failed else 'previewed'}")
         return row
 

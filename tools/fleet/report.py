@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tools.fleet.preview import COUNTED_OPS, StackPreview
 
-HEADER = ("stack", *COUNTED_OPS, "node group", "servers", "agents", "policy", "error")
+HEADER = ("stack", *COUNTED_OPS, "node group", "servers", "agents", "policy", "notes", "error")
 
 
 def _cells(row: StackPreview) -> tuple[str, ...]:
@@ -16,6 +16,7 @@ def _cells(row: StackPreview) -> tuple[str, ...]:
         row.servers,
         row.agents,
         row.policy,
+        "; ".join(row.notes),
         row.error or "",
     )
 

@@ -4,7 +4,9 @@ their steps in order, and random pairs of valid stacks are either refused or kee
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import gc
 import re
 from collections.abc import Callable
 from typing import Any
@@ -677,15 +679,45 @@ def test_a_retirement_that_stopped_half_way_is_rolled_back_by_force(
     assert "annotations" not in again.one(tokens.DAEMON_SET).inputs["metadata"]
 
 
-def test_the_failed_roll_keeps_the_last_facts_and_the_next_up_rolls_again(
-    dev_install: Recording,
+def test_a_failed_roll_fails_the_update_and_the_next_up_rolls_again(
+    dev_install: Recording, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A retirement whose roll fails records no new outputs (they wait for the roll), so the
-    next `pulumi up` reads an install again and rolls again instead of deleting agents."""
+    """The retirement's roll fails (the patch's await): the program fails with it, so the engine
+    records no new outputs and deletes nothing (pulumi/pulumi pkg/resource/deploy/
+    deployment_executor.go: deletes run only once every step succeeded); the next `pulumi up`
+    reads the install's outputs again and rolls again instead of deleting agents that keep
+    their rule."""
+    from tools import mock_engine
+
+    answer = mock_engine.KiamMocks.new_resource
+
+    def failing(self: Any, args: Any) -> Any:
+        if args.typ == tokens.DAEMON_SET_PATCH:
+            raise RuntimeError("the agents' roll timed out")
+        return answer(self, args)
+
     retiring = {**example_config("dev"), "kiam:retire": True}
-    # The stack outputs of a failed update are those of the update before it.
+    with monkeypatch.context() as patched:
+        patched.setattr(mock_engine.KiamMocks, "new_resource", failing)
+        with pytest.raises(RuntimeError, match="the agents' roll timed out"):
+            run_main(retiring, stack="test", last_run=dev_install)
+    # The failed run leaves rejected futures of what waited for the roll, which asyncio reports
+    # when they are collected: the loop is told that this one failure is expected.
+    loop = asyncio.get_event_loop()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if "the agents' roll timed out" not in str(context.get("exception")):
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+    gc.collect()
+    # The outputs are still the install's: the next up rolls again.
     retry = run_main(retiring, stack="test", last_run=dev_install)
-    assert [p.name for p in retry.by_type(tokens.DAEMON_SET_PATCH)] == [names.RETIREMENT_PATCH]
+    [patch] = retry.by_type(tokens.DAEMON_SET_PATCH)
+    assert patch.name == names.RETIREMENT_PATCH
+    args = pod_spec(patch)["containers"][0]["args"]
+    assert "--iptables-remove" in args and "--no-iptables-remove" not in args
+    assert retry.stack_outputs["installed"]["retired"] is True
 
 
 def _change_violations(

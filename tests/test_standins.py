@@ -105,7 +105,11 @@ def test_one_node_per_desired_node_labelled_and_tainted_as_eks_does() -> None:
     first = nodes[0].inputs
     software = first["metadata"]["name"].removeprefix(f"{group}-").split("-")[0]
     assert first["metadata"]["name"] == f"{group}-{software}-0" and len(software) == 5
-    assert first["metadata"]["annotations"] == {"kwok.x-k8s.io/node": "fake"}
+    # Applied with force, as EKS applies a group's labels and taints to its nodes.
+    assert first["metadata"]["annotations"] == {
+        "kwok.x-k8s.io/node": "fake",
+        "pulumi.com/patchForce": "true",
+    }
     assert first["metadata"]["labels"] == {
         "team": "platform",
         "dedicated": "kiam-server",
@@ -760,7 +764,11 @@ OLD_NAMES = [HOST, "localhost"]
                 [_server("server-old")],
                 [(1, OLD_NAMES)],
             ),
-            (False, "worker-0's rule sends it to port 8181: no Ready agent there"),
+            (
+                False,
+                "worker-0's rule sends it to port 8181, where nothing listens: its agent listens "
+                "on 8282",
+            ),
         ),
         (
             lambda: _chain(

@@ -8,6 +8,7 @@ children of a new component are nested under it), even with `--parallel 1`.
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 
@@ -25,6 +26,8 @@ def normalise(text: str) -> str:
     text = re.sub(r"Duration: \S+", "Duration: <t>", text)
     text = re.sub(r"(pulumi:providers:kubernetes::kubernetes::)[0-9a-f-]{36}", r"\1<id>", text)
     text = re.sub(r"/tmp/\S+", "<tmp>", text)
+    # A CA made for the run (the adoption's running install): its fingerprint is the run's own.
+    text = re.sub(r"sha256:[0-9a-f]{64}", "sha256:<fingerprint>", text)
     # The stand-in group's name is the provider's auto-name, `<name>-<8 random characters>`, new
     # for each group, as EKS's suffix is.
     text = re.sub(r"\b(kiam-server-nodes)-[0-9a-z]{8}\b", r"\1-<suffix>", text)
@@ -60,6 +63,15 @@ def check_golden(name: str, text: str, update: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     assert path.exists(), f"{path} is missing: run the suite with --update-golden"
-    assert text == path.read_text(), (
-        f"{name} differs from the golden file (--update-golden to accept)"
+    golden = path.read_text()
+    assert text == golden, (
+        f"{name} differs from the golden file (--update-golden to accept):\n"
+        + "".join(
+            difflib.unified_diff(
+                golden.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                fromfile=f"golden/{name}",
+                tofile="this run",
+            )
+        )
     )

@@ -113,6 +113,22 @@ class ChainState:
             None,
         )
         if agent is None:
+            others = sorted(
+                {
+                    agent_command(_args(a)).port
+                    for a in self.agents
+                    if a["spec"].get("nodeName") == node and is_ready(a)
+                }
+            )
+            if others:
+                # A rule left behind: the node's agent serves elsewhere, and this rule wins.
+                listening = ", ".join(str(p) for p in others)
+                return Verdict(
+                    False,
+                    f"{node}'s rule sends it to port {rule.port}, where nothing listens: its "
+                    f"agent listens on {listening}",
+                )
+            # Its agent is being replaced (or is gone): nothing answers on the node for now.
             return Verdict(
                 False, f"{node}'s rule sends it to port {rule.port}: no Ready agent there"
             )

@@ -28,6 +28,7 @@ import pulumi_kubernetes as k8s
 from components.node_group_options import replacement_options
 from contracts import labels
 from contracts.eks_node_group import FORCE_NEW, root_device
+from contracts.labels import PATCH_FORCE_ANNOTATION
 from settings.node_group import ARM_AMI_TYPES, NodeGroupSettings
 
 # Where the group ConfigMaps live: a namespace every control plane has.
@@ -163,7 +164,10 @@ class KwokNodeGroup(pulumi.ComponentResource):
                         "labels": pulumi.Output.all(group, node_name).apply(
                             _labels_of(s, zone, args.region)
                         ),
-                        "annotations": KWOK_ANNOTATION,
+                        # EKS applies a group's labels and taints to its running nodes itself:
+                        # no other field manager (the node controller keeps taints too) can
+                        # refuse it, so the stand-in applies its Nodes with force.
+                        "annotations": {**KWOK_ANNOTATION, PATCH_FORCE_ANNOTATION: "true"},
                         "finalizers": [DRAIN_FINALIZER],
                     },
                     spec={

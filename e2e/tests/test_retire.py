@@ -307,16 +307,14 @@ KIAM_INSTALL = {
     ("kubernetes:core/v1:ServiceAccount", "kiam-agent"),
     (tokens.DAEMON_SET, "kiam-agent"),
 }
-# What retirement registers besides the patch: its component, the read of the stack's own last
-# outputs and the engine's builtin provider that reads it (measured in the state).
-RETIREMENT = {
-    ("kiam:index:AgentRetirement", "kiam-agent-retirement"),
-    ("pulumi:pulumi:StackReference", "kiam-agent-retirement-last-outputs"),
-    ("pulumi:providers:pulumi", "default"),
-}
+# What retirement registers besides the patch: its component.
+RETIREMENT = {("kiam:index:AgentRetirement", "kiam-agent-retirement")}
 KEPT = {
     ("pulumi:pulumi:Stack", "kiam-dev"),
     ("pulumi:providers:kubernetes", "kubernetes"),
+    # The engine's builtin provider, which answers the program's read of its last update
+    # (program/last_update.py), from the first update on (measured in the state).
+    ("pulumi:providers:pulumi", "default"),
     ("kiam:index:Kiam", "kiam"),
 }
 
@@ -344,7 +342,8 @@ def test_the_cluster_keeps_nothing_of_kiam_and_everything_of_the_application(
 
 
 def test_the_retired_stack_exports_only_the_applications(retired: Retired) -> None:
-    assert sorted(retired.stack.outputs()) == ["applications"]
+    assert sorted(retired.stack.outputs()) == ["applications", "installed"]
+    assert retired.stack.outputs()["installed"]["retired"] is True
 
 
 def _steps(events: list[dict[str, Any]]) -> set[tuple[str, str, str]]:

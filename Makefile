@@ -6,7 +6,7 @@ STACK ?= dev
 E2E_VENV := .venv-e2e
 E2E_BIN := $(E2E_VENV)/bin
 
-.PHONY: install plan plans test lint typecheck bench clean e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
+.PHONY: install plan plans test lint typecheck bench clean mutation mutation-changed e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
 
 # Each target installs what it runs and no more: `pulumi up` needs only requirements.txt (the
 # deploy job installs nothing else), the offline plan adds its validators, the tests add the test,
@@ -50,6 +50,21 @@ lint: $(BIN)/.installed-dev
 
 typecheck: $(BIN)/.installed-dev
 	$(BIN)/mypy
+
+# Mutation testing of the modules whose lines carry a promise (docs/testing.md): cosmic-ray, from
+# requirements-mutation.txt, mutates each in a copy of the work tree under build/mutation and runs
+# the tests that cover it; exits 1 on a survivor neither killed nor in tools/mutation/equivalent.toml.
+# MODULES limits the full run (paths); BASE is what `mutation-changed` diffs against.
+BASE ?= HEAD~1
+$(BIN)/.installed-mutation: $(BIN)/.installed-dev requirements-mutation.txt
+	$(BIN)/python -m pip install --quiet -r requirements-mutation.txt
+	touch $@
+
+mutation: $(BIN)/.installed-mutation  ## Mutation-test every target module (hours on 2 cores; MODULES=... for some)
+	$(BIN)/python -m tools.mutation.run $(MODULES)
+
+mutation-changed: $(BIN)/.installed-mutation  ## Mutation-test the target modules changed since BASE (default HEAD~1)
+	$(BIN)/python -m tools.mutation.run --changed $(BASE)
 
 # The real engine and control plane. Each tool comes from this machine where a compatible version
 # is installed (on PATH; the Kubernetes provider in Pulumi's plugin cache), the rest is built from
@@ -96,4 +111,4 @@ bench: $(BIN)/.installed-plan  ## Time the offline plan against the SDK import f
 	$(BIN)/python -m tools.bench
 
 clean:
-	rm -rf $(VENV) $(E2E_VENV) plan .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache
+	rm -rf $(VENV) $(E2E_VENV) plan build/mutation .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache

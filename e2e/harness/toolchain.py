@@ -227,12 +227,114 @@ def tools() -> list[Tool]:
     ]
 
 
-# The language host is one of the plugins the CLI bundles and looks for next to its own resolved
-# executable (`IsPluginBundled`, `getPluginInfoAndPath` in pulumi/pulumi sdk/v3 v3.276.0,
-# go/common/workspace/plugins.go); with PULUMI_IGNORE_AMBIENT_PLUGINS, which the harness sets, it
-# is found nowhere else. So it comes with the CLI it sits beside, and never alone.
+# The language hosts are plugins the CLI bundles and looks for next to its own resolved executable
+# (`IsPluginBundled`, `getPluginInfoAndPath` in pulumi/pulumi sdk/v3 v3.276.0,
+# go/common/workspace/plugins.go); with PULUMI_IGNORE_AMBIENT_PLUGINS, which the harness sets, they
+# are found nowhere else. So they come with the CLI they sit beside, and never alone.
 LANGUAGE_HOST = ("pulumi-language-python", "pulumi-language-python-exec")
+# The e2e suite also adds the project's component package to TypeScript and YAML programs
+# (`pulumi package add`): those two hosts must be beside the CLI as well, for e2e only.
+PACKAGE_HOSTS = ("pulumi-language-nodejs", "pulumi-language-yaml")
+YAML_HOST = "pulumi-language-yaml"
+# A source-built toolchain for e2e puts e2e/toolchain/language-adapter in front of the sdk v3.68
+# Python and Node.js hosts: the adapter is installed under their names and finds each real host
+# beside it as that name plus `wrapped_suffix()` (build.sh `installed_as`).
+ADAPTER = "pulumi-language-adapter"
 PROVIDER = "pulumi-resource-kubernetes"
+
+
+def wrapped_suffix() -> str:
+    """`-v3.68`: the name suffix of the real hosts behind the adapter, from the pinned sdk version
+    (build.sh derives the same and stamps it into the adapter)."""
+    major, minor, _ = _v("PULUMI_LANGUAGE_HOST_SDK_VERSION")
+    return f"-v{major}.{minor}"
+
+
+def yaml_rule() -> Rule:
+    return Rule(
+        "at-least",
+        _v("PULUMI_YAML_VERSION"),
+        # `pulumi package add` links the package into a YAML program through the host's Link call
+        # (LinkPackages in pkg/v3 v3.276.0, cmd/pulumi/packages/packages.go); pulumi-yaml v1.25.0,
+        # the version the proxy lists, has no Link (pkg/server/server.go). Proven with the pin.
+        "`pulumi package add` needs the host's Link call, which v1.25.0 lacks; proven with "
+        f"{pinned('PULUMI_YAML_VERSION')}",
+    )
+
+
+# --- reading a Go binary's own record of what it was built from ----------------------------------
+
+# The language hosts have no version flag (they answer GetPluginInfo over gRPC only), but every Go
+# binary carries the build information `go version -m` prints. Its layout, from Go 1.18 on (Go 1.26
+# src/debug/buildinfo/buildinfo.go): this magic, a 32-byte header whose flags byte (offset 15) has
+# 0x2 when the strings follow inline, then the Go version and the module information, each a
+# uvarint length and its bytes; the module information is framed by 16 bytes on either side.
+GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
+
+
+def go_build_info(path: Path) -> str:
+    """The module lines of a Go binary (`path`, `mod`, `dep`, `=>`, `build`), or "" if `path` is
+    no Go binary of Go 1.18 or later."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    start = data.find(GO_BUILDINFO_MAGIC)
+    if start < 0 or len(data) < start + 32 or not data[start + 15] & 0x2:
+        return ""
+    position, strings = start + 32, []
+    for _ in range(2):
+        length = shift = 0
+        while position < len(data):
+            byte = data[position]
+            position += 1
+            length |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        strings.append(data[position : position + length])
+        position += length
+    info = strings[1]
+    return info[16:-16].decode(errors="replace") if len(info) >= 32 else ""
+
+
+def built_version(info: str, module: str, stamp: str) -> str:
+    """The version a Go binary says it was built as: its `-X <stamp>=` link flag where the build
+    recorded its flags (a release build does; a -trimpath build, like build.sh's, does not), else
+    the version of `module` it was built from (its replacement's, if replaced)."""
+    flag = re.search(re.escape(stamp) + r"=([^\s\"']+)", info)
+    if flag:
+        return flag[1]
+    lines = info.splitlines()
+    for index, line in enumerate(lines):
+        fields = line.split("\t")
+        if fields[0] in ("mod", "dep") and len(fields) > 2 and fields[1] == module:
+            after = lines[index + 1].split("\t") if index + 1 < len(lines) else []
+            version = after[2] if after[:1] == ["=>"] and len(after) > 2 else fields[2]
+            return "" if version == "(devel)" else version
+    return ""
+
+
+YAML_MODULE = "github.com/pulumi/pulumi-yaml"
+YAML_STAMP = "github.com/pulumi/pulumi-yaml/pkg/version.Version"
+
+
+def check_yaml_host(path: Path) -> tuple[bool, str]:
+    """Whether a machine's YAML language host can link packages, and what was read."""
+    rule = yaml_rule()
+    printed = built_version(go_build_info(path), YAML_MODULE, YAML_STAMP)
+    version = parse_version(printed) if printed else None
+    if version is None:
+        return False, (
+            f"{path} records no pulumi-yaml version in its Go build information; needs "
+            f"{rule.needed()}"
+        )
+    if not rule.accepts(version):
+        return False, (
+            f"{path} is pulumi-yaml {printed}, {rule.verdict(version)}: needs {rule.needed()} "
+            f"({rule.why})"
+        )
+    return True, f"{path} pulumi-yaml {printed} (needs {rule.needed()})"
 
 
 # --- the plan ------------------------------------------------------------------------------------
@@ -246,6 +348,13 @@ class Choice:
     origin: str
     reason: str
     path: Path | None = None
+    # The binary build.sh builds for it, where that has another name (the adapter stands in for
+    # two hosts; the real hosts behind it are installed under a suffixed name).
+    built_as: str | None = None
+
+    @property
+    def build_name(self) -> str:
+        return self.built_as or self.name
 
 
 Runner = Callable[[list[str]], str]
@@ -264,16 +373,6 @@ def mode_of(environ: Mapping[str, str]) -> str:
     if mode not in MODES:
         raise ValueError(f"{MODE_VARIABLE}={mode!r}: expected one of {', '.join(MODES)}")
     return mode
-
-
-def names_for(purpose: str) -> list[str]:
-    names = []
-    for tool in tools():
-        if purpose in tool.purposes:
-            names.append(tool.name)
-            if tool.name == "pulumi":
-                names += [*LANGUAGE_HOST, PROVIDER]
-    return names
 
 
 def _check(tool: Tool, path: Path, run: Runner) -> Choice:
@@ -324,6 +423,92 @@ def _provider(environ: Mapping[str, str]) -> Choice:
     return Choice(PROVIDER, "source", f"not in {plugins}: built from source")
 
 
+def _hosts(purpose: str) -> tuple[str, ...]:
+    return (*LANGUAGE_HOST, *(PACKAGE_HOSTS if purpose == "e2e" else ()))
+
+
+def _cli_with_its_hosts(cli: Choice, purpose: str) -> Choice:
+    """A machine's CLI is used only with usable language hosts beside it (it finds them nowhere
+    else): without its Python host it cannot run the program, and for e2e without Node.js and YAML
+    hosts, or with a YAML host older than Link, `pulumi package add` fails."""
+    assert cli.path is not None
+    beside = cli.path.resolve().parent
+    missing = [n for n in _hosts(purpose) if not os.access(beside / n, os.X_OK)]
+    if missing:
+        return Choice(
+            "pulumi",
+            "source",
+            f"{cli.path} has no {' or '.join(missing)} beside it ({beside}), where the CLI looks "
+            "for its bundled language hosts: built from source instead",
+        )
+    if purpose == "e2e":
+        usable, why = check_yaml_host(beside / YAML_HOST)
+        if not usable:
+            return Choice(
+                "pulumi",
+                "source",
+                f"the YAML language host beside {cli.path}: {why}; the CLI is built from source "
+                "instead, with its hosts",
+            )
+    return cli
+
+
+def _language_hosts(cli: Choice, purpose: str) -> list[Choice]:
+    """The language hosts, from wherever the CLI comes from."""
+    if cli.origin == "preinstalled":
+        beside = (cli.path or Path()).resolve().parent
+        return [
+            Choice(
+                name,
+                "preinstalled",
+                "beside the CLI: "
+                + (check_yaml_host(beside / name)[1] if name == YAML_HOST else str(beside / name)),
+                beside / name,
+            )
+            for name in _hosts(purpose)
+        ]
+    if purpose != "e2e":
+        return [Choice(name, "source", "comes with the source-built CLI") for name in LANGUAGE_HOST]
+    # The source-built CLI has only sdk v3.68.0's Python and Node.js hosts (the newest the proxy
+    # serves): for e2e the adapter stands in for both (README, "The language adapter").
+    suffix, sdk = wrapped_suffix(), pinned("PULUMI_LANGUAGE_HOST_SDK_VERSION")
+    python, nodejs = "pulumi-language-python", "pulumi-language-nodejs"
+    return [
+        Choice(
+            python,
+            "source",
+            f"the adapter (e2e/toolchain/language-adapter) in front of {python}{suffix}: starts "
+            "the plugins and policy packs the sdk host cannot start for this CLI",
+            built_as=ADAPTER,
+        ),
+        Choice(
+            python + suffix,
+            "source",
+            f"sdk {sdk}'s Python host, which runs the programs, behind the adapter",
+            built_as=python,
+        ),
+        Choice("pulumi-language-python-exec", "source", "comes with the source-built CLI"),
+        Choice(
+            nodejs,
+            "source",
+            f"the adapter in front of {nodejs}{suffix}: adds GeneratePackage and Link, which "
+            "`pulumi package add` needs",
+            built_as=ADAPTER,
+        ),
+        Choice(
+            nodejs + suffix,
+            "source",
+            f"sdk {sdk}'s Node.js host, which runs the programs, behind the adapter",
+            built_as=nodejs,
+        ),
+        Choice(
+            YAML_HOST,
+            "source",
+            f"comes with the source-built CLI (pulumi-yaml {pinned('PULUMI_YAML_VERSION')})",
+        ),
+    ]
+
+
 def plan(
     environ: Mapping[str, str] | None = None, purpose: str = "e2e", run: Runner = run_version
 ) -> list[Choice]:
@@ -345,26 +530,8 @@ def plan(
         if tool.name != "pulumi":
             continue
         if choice.origin == "preinstalled":
-            assert choice.path is not None
-            beside = choice.path.resolve().parent
-            missing = [n for n in LANGUAGE_HOST if not os.access(beside / n, os.X_OK)]
-            if missing:
-                # Without its language host beside it the CLI cannot run a Python program.
-                choices[-1] = Choice(
-                    "pulumi",
-                    "source",
-                    f"{choice.path} has no {' or '.join(missing)} beside it ({beside}), where the "
-                    "CLI looks for its bundled Python language host: built from source instead",
-                )
-        host_from_cli = choices[-1].origin == "preinstalled"
-        for name in LANGUAGE_HOST:
-            if host_from_cli:
-                beside = (choices[-1].path or Path()).resolve().parent
-                choices.append(
-                    Choice(name, "preinstalled", f"beside the CLI: {beside / name}", beside / name)
-                )
-            else:
-                choices.append(Choice(name, "source", "comes with the source-built CLI"))
+            choices[-1] = _cli_with_its_hosts(choice, purpose)
+        choices += _language_hosts(choices[-1], purpose)
         choices.append(
             _provider(environ)
             if mode == "auto"
@@ -387,19 +554,31 @@ MEASURED_SECONDS: dict[str, int] = {
     "kube-scheduler": 21,  # 0:21
     "etcd": 318,  # 5:18
     "kwok": 437,  # 7:17, kwok and kwokctl together
+    # The e2e-only language hosts, each with empty Go module and build caches of its own (so with
+    # its downloads), two at a time with nice 19 on 2 cores shared with e2e runs and mutation
+    # tests (load 8 to 18), 2026-12-01: pessimistic (README, "Cache and cost").
+    "pulumi-language-yaml": 1539,  # 25:41 (219 s user CPU)
+    ADAPTER: 1452,  # 24:17 (202 s user CPU); one build for both names it is installed under
+    "pulumi-language-nodejs": 298,  # 4:58, the sdk v3.68 host (101 s user CPU)
 }
-# The whole toolchain cold, alone on the machine, in CI's cold run (docs/performance.md).
+# The whole toolchain cold, alone on the machine, in CI's cold run (docs/performance.md), before
+# the e2e language hosts were added.
 WHOLE_COLD_SECONDS = 1941
+# What those hosts added to a build whose caches already held the other components (as a cold run
+# has them by the time build.sh reaches the hosts, its last three): the three compiled in 68 s
+# wall, plus 16 s for the adapter's own first compile, on 2 cores at load 3, 2026-12-01; their
+# only new downloads are pulumi-yaml's (44 modules, 95 MB).
+E2E_HOSTS_SHARED_SECONDS = 84
 # What the sandbox itself takes once the binaries are there: measured by `make sandbox STACK=dev`
 # with every tool preinstalled, on 2026-12-01 (README quick start).
 SANDBOX_SECONDS = 70  # 69.3 s and 74.2 s, two runs on 2 cores shared with others (load 5 to 9)
 
 
-def _timed_as(name: str) -> str | None:
-    """The measured build that includes `name` (kwokctl is built with kwok, the host's script
-    with the host)."""
+def _timed_as(choice: Choice) -> str | None:
+    """The measured build that includes `choice`'s binary (kwokctl is built with kwok, the host's
+    script with the host; both hosts the adapter stands in for are the one adapter build)."""
     name = {"kwokctl": "kwok", "pulumi-language-python-exec": "pulumi-language-python"}.get(
-        name, name
+        choice.build_name, choice.build_name
     )
     return name if name in MEASURED_SECONDS else None
 
@@ -419,7 +598,7 @@ def explain(
     go = shutil.which("go") is not None if go is None else go
     width = max(len(c.name) for c in choices)
     lines = [f"e2e toolchain for {purpose} ({MODE_VARIABLE}={mode}):"]
-    to_build: list[str] = []
+    to_build: list[Choice] = []
     for choice in choices:
         if choice.origin == "preinstalled":
             origin = "preinstalled"
@@ -427,7 +606,7 @@ def explain(
             origin = "source, built"
         else:
             origin = "source, to build"
-            to_build.append(choice.name)
+            to_build.append(choice)
         lines.append(f"  {choice.name:<{width}}  {origin:<16}  {choice.reason}")
     if not to_build:
         lines.append(
@@ -435,8 +614,8 @@ def explain(
             f"about {SANDBOX_SECONDS} s (measured, README quick start)."
         )
         return "\n".join(lines)
-    timed = sorted({t for n in to_build if (t := _timed_as(n)) is not None})
-    untimed = [n for n in to_build if _timed_as(n) is None]
+    timed = sorted({t for c in to_build if (t := _timed_as(c)) is not None})
+    untimed = [c.name for c in to_build if _timed_as(c) is None]
     serial = sum(MEASURED_SECONDS[n] for n in timed)
     text = f"Expected: {len(to_build)} of {len(choices)} built from source, once (then cached)"
     if timed:
@@ -451,6 +630,11 @@ def explain(
             f"; the whole toolchain took {_minutes(WHOLE_COLD_SECONDS)} alone on 2 cores "
             "(docs/performance.md)"
         )
+        if purpose == "e2e":
+            text += (
+                f", and the e2e language hosts add about {_minutes(E2E_HOSTS_SHARED_SECONDS)} "
+                "to it (e2e/toolchain/README.md)"
+            )
     if not go:
         text += "; needs Go 1.26 on PATH (`go` is not there)"
     lines.append(text + f"; then the sandbox about {SANDBOX_SECONDS} s.")
@@ -472,18 +656,19 @@ def _build_script(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(BUILD_SCRIPT), *args], capture_output=True, text=True)
 
 
-def source_built(names: list[str]) -> dict[str, Path]:
-    """The source-built binaries among `names` that the cache already holds."""
-    if not names or shutil.which("go") is None:
+def source_built(choices: list[Choice]) -> dict[str, Path]:
+    """The source-built binaries of `choices` that the cache already holds, by choice name."""
+    wanted = [c for c in choices if c.origin == "source"]
+    if not wanted or shutil.which("go") is None:
         return {}
     # `path` prints the built ones even when it exits 1 for the others.
-    done = _build_script("path", *names)
-    built = {}
+    done = _build_script("path", *sorted({c.build_name for c in wanted}))
+    paths = {}
     for line in done.stdout.splitlines():
         name, _, path = line.partition(" ")
-        if name in names and path:
-            built[name] = Path(path)
-    return built
+        if path:
+            paths[name] = Path(path)
+    return {c.name: paths[c.build_name] for c in wanted if c.build_name in paths}
 
 
 def assemble(choices: list[Choice], built: Mapping[str, Path], root: Path) -> Path:
@@ -529,23 +714,25 @@ def bin_dir(purpose: str = "e2e", build: bool = False, choices: list[Choice] | N
     (`make e2e-toolchain` / `make sandbox` do)."""
     mode = mode_of(os.environ)
     choices = plan(purpose=purpose) if choices is None else choices
-    wanted = [c.name for c in choices if c.origin == "source"]
+    wanted = [c for c in choices if c.origin == "source"]
     if mode == "source" or (purpose == "e2e" and len(wanted) == len(choices)):
         # What CI runs, unchanged: the whole toolchain from source, in build.sh's own directory.
         return _whole_source_build(build)
-    built = source_built(wanted)
-    missing = [n for n in wanted if n not in built]
+    built = source_built(choices)
+    missing = [c for c in wanted if c.name not in built]
     if missing and build:
+        binaries = sorted({c.build_name for c in missing})
         done = subprocess.run(
-            [str(BUILD_SCRIPT), "build", *missing], text=True, stdout=subprocess.PIPE
+            [str(BUILD_SCRIPT), "build", *binaries], text=True, stdout=subprocess.PIPE
         )
         if done.returncode != 0:
-            raise ToolchainMissingError(f"e2e/toolchain/build.sh build {' '.join(missing)} failed")
-        built = source_built(wanted)
-        missing = [n for n in wanted if n not in built]
+            raise ToolchainMissingError(f"e2e/toolchain/build.sh build {' '.join(binaries)} failed")
+        built = source_built(choices)
+        missing = [c for c in wanted if c.name not in built]
     if missing:
         raise ToolchainMissingError(
-            f"not on this machine in a usable version and not built yet: {', '.join(missing)}; "
+            "not on this machine in a usable version and not built yet: "
+            f"{', '.join(c.name for c in missing)}; "
             f"run `make e2e-toolchain` (`python -m e2e.harness.toolchain --explain` says why and "
             "how long)"
         )
@@ -567,7 +754,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     choices = plan(purpose=args.purpose)
     if args.explain or args.command == "build":
-        built = source_built([c.name for c in choices if c.origin == "source"])
+        built = source_built(choices)
         text = explain(choices, built, args.purpose, mode)
         print(text, file=sys.stderr if args.command else sys.stdout, flush=True)
     if args.command is None:

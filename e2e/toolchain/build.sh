@@ -8,7 +8,7 @@
 #                             per binary: what e2e/harness/toolchain.py asks for when the machine
 #                             already has the rest (`python -m e2e.harness.toolchain --explain`)
 #   build.sh path BINARY...   print `name path` per binary without building (exit 1 if one is not built)
-#   build.sh lock             re-render every wrapper's go.mod/go.sum from versions.env (after a bump)
+#   build.sh lock [COMPONENT...]  re-render the wrappers' go.mod/go.sum from versions.env (after a bump)
 #   build.sh bin              print the bin directory without building (exit 1 if incomplete)
 #   build.sh prune            drop the Go module and build caches (the binaries stay)
 #
@@ -25,7 +25,13 @@ source "$here/versions.env"
 
 cache_root="${KIAM_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kiam-eks/e2e}"
 jobs="${KIAM_E2E_BUILD_JOBS:-2}"
-components=(kubernetes kubernetes-provider pulumi kwok etcd promtool language-python)
+# In build order, two at a time: the longest first; language-adapter after pulumi and
+# language-nodejs after language-python, whose compiled packages they share (same GOCACHE).
+components=(kubernetes kubernetes-provider pulumi kwok etcd promtool language-python language-yaml
+  language-adapter language-nodejs)
+# The e2e bin directory puts the adapter in front of the sdk v3.68 hosts: they are installed as
+# pulumi-language-<lang>$wrapped_suffix, the adapter as pulumi-language-<lang> (link_bin).
+wrapped_suffix="-$(cut -d. -f1,2 <<<"$PULUMI_LANGUAGE_HOST_SDK_VERSION")"
 
 # A private Go environment: pruning it never touches the user's own caches, and a toolchain
 # directive in a dependency's go.mod fails loudly instead of downloading another Go.
@@ -53,6 +59,10 @@ ldflags() {
     kubernetes-provider)
       echo "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$KUBERNETES_PROVIDER_RELEASE" ;;
     kubernetes) kube_ldflags ;;
+    language-nodejs) echo "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_LANGUAGE_HOST_SDK_VERSION" ;;
+    # pulumi-yaml's own Makefile stamps the bare version (no v); GetPluginInfo reports it.
+    language-yaml) echo "-X github.com/pulumi/pulumi-yaml/pkg/version.Version=${PULUMI_YAML_VERSION#v}" ;;
+    language-adapter) echo "-X main.wrappedSuffix=$wrapped_suffix" ;;
     *) echo "" ;;
   esac
 }
@@ -62,6 +72,10 @@ tools() {
   case "$1" in
     pulumi) echo "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi" ;;
     language-python) echo "github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python" ;;
+    language-nodejs) echo "github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs" ;;
+    language-yaml) echo "github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml" ;;
+    # Our own program (language-adapter/main.go), the wrapper module's root package.
+    language-adapter) echo "kiam-eks/e2e/toolchain/language-adapter" ;;
     kubernetes-provider) echo "github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes" ;;
     kubernetes) printf '%s\n' k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl ;;
@@ -74,6 +88,7 @@ tools() {
 binary_name() {
   case "$1" in
     go.etcd.io/etcd/server/v3) echo etcd ;;
+    kiam-eks/e2e/toolchain/language-adapter) echo pulumi-language-adapter ;;
     *) basename "$1" ;;
   esac
 }
@@ -92,7 +107,14 @@ render_go_mod() {
       echo "require github.com/pulumi/pulumi/sdk/v3 $PULUMI_VERSION"
       # pkg/v3's own go.mod carries this fork; its other replace (../sdk) is for its monorepo.
       echo "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e" ;;
-    language-python) echo "require github.com/pulumi/pulumi/sdk/v3 $PULUMI_LANGUAGE_HOST_SDK_VERSION" ;;
+    language-python | language-nodejs)
+      echo "require github.com/pulumi/pulumi/sdk/v3 $PULUMI_LANGUAGE_HOST_SDK_VERSION" ;;
+    language-yaml) echo "require github.com/pulumi/pulumi-yaml $PULUMI_YAML_VERSION" ;;
+    language-adapter)
+      # The code generator and npm/pip helpers of the CLI's own release.
+      echo "require github.com/pulumi/pulumi/pkg/v3 $PULUMI_VERSION"
+      echo "require github.com/pulumi/pulumi/sdk/v3 $PULUMI_VERSION"
+      echo "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e" ;;
     kubernetes-provider)
       echo "require github.com/pulumi/pulumi-kubernetes/provider/v4 $KUBERNETES_PROVIDER_MODULE_VERSION"
       # The module zip lacks two go:embed files; build.sh completes a copy of it here.
@@ -111,7 +133,9 @@ render_go_mod() {
     promtool) echo "require github.com/prometheus/prometheus $PROMETHEUS_MODULE_VERSION" ;;
   esac
   echo
-  for tool in $(tools "$component"); do echo "tool $tool"; done
+  for tool in $(tools "$component"); do
+    [[ "$tool" == "kiam-eks/e2e/toolchain/$component" ]] || echo "tool $tool"
+  done
 }
 
 # --- work directories (every go command runs in a copy, never in the work tree) ------------------
@@ -140,11 +164,17 @@ PY
   touch "$dest/.complete"
 }
 
+# The adapter is our own source: the copy builds (and `go mod tidy` reads) its main.go.
+own_source() {
+  if [[ "$1" == language-adapter ]]; then cp "$here/$1/main.go" "$2/"; fi
+}
+
 prepare_work() {
   local component="$1" dir
   dir="$(work_dir "$component")"
   mkdir -p "$dir"
   cp "$here/$component/go.mod" "$here/$component/go.sum" "$dir/" 2>/dev/null || true
+  own_source "$component" "$dir"
   if [[ "$component" == kubernetes-provider ]]; then prepare_provider_source "$dir/provider-src"; fi
   echo "$dir"
 }
@@ -153,12 +183,17 @@ prepare_work() {
 
 lock() {
   local component dir
-  for component in "${components[@]}"; do
+  local -a which=("$@")
+  ((${#which[@]})) || which=("${components[@]}")
+  for component in "${which[@]}"; do
+    printf '%s\n' "${components[@]}" | grep -x "$component" >/dev/null \
+      || { echo "build.sh: no component $component" >&2; return 2; }
     log "lock $component"
     dir="$(work_dir "$component")"
     mkdir -p "$dir" "$here/$component"
     rm -f "$dir/go.mod" "$dir/go.sum"
     render_go_mod "$component" >"$dir/go.mod"
+    own_source "$component" "$dir"
     if [[ "$component" == kubernetes-provider ]]; then prepare_provider_source "$dir/provider-src"; fi
     (cd "$dir" && go mod tidy)
     cp "$dir/go.mod" "$dir/go.sum" "$here/$component/"
@@ -174,6 +209,7 @@ component_key() {
     ldflags "$component"
     echo "$go_version"
     [[ "$component" == language-python ]] && echo "exec from sdk $PULUMI_VERSION"
+    [[ "$component" == language-adapter ]] && cat "$here/$component/main.go"
     [[ "$component" == kubernetes-provider ]] && echo "embed $KUBERNETES_PROVIDER_RELEASE"
   } | sha256sum | cut -c1-16
 }
@@ -289,14 +325,28 @@ toolchain_key() {
 
 bin_dir() { echo "$cache_root/toolchain-$(toolchain_key)/bin"; }
 
-# Hard links, not symlinks: the CLI looks for its language host next to its own resolved path.
+# The names a built binary gets in the bin directory: the adapter stands in for the two sdk v3.68
+# hosts (it finds each as its own name plus the suffix, beside its own file).
+installed_as() {
+  case "$1/$2" in
+    language-python/pulumi-language-python) echo "pulumi-language-python$wrapped_suffix" ;;
+    language-nodejs/pulumi-language-nodejs) echo "pulumi-language-nodejs$wrapped_suffix" ;;
+    language-adapter/pulumi-language-adapter) printf '%s\n' pulumi-language-python pulumi-language-nodejs ;;
+    *) echo "$2" ;;
+  esac
+}
+
+# Hard links, not symlinks: the CLI looks for its language host next to its own resolved path,
+# and the adapter for the host it wraps next to the name it was started by.
 link_bin() {
-  local bin component file
+  local bin component file name
   bin="$(bin_dir)"
   mkdir -p "$bin"
   for component in "${components[@]}"; do
     for file in "$(component_dir "$component")"/bin/*; do
-      ln -f "$file" "$bin/" 2>/dev/null || cp -f "$file" "$bin/"
+      for name in $(installed_as "$component" "$(basename "$file")"); do
+        ln -f "$file" "$bin/$name" 2>/dev/null || cp -f "$file" "$bin/$name"
+      done
     done
   done
 }
@@ -338,8 +388,8 @@ build_all() {
 case "${1:-build}" in
   build) if (($# > 1)); then build_some "${@:2}"; else build_all; fi ;;
   path) paths "${@:2}" ;;
-  lock) lock ;;
+  lock) lock "${@:2}" ;;
   bin) complete && { link_bin; bin_dir; } ;;
   prune) go clean -modcache && rm -rf "$GOCACHE" "$cache_root/work" ;;
-  *) echo "usage: $0 [build [BINARY...]|path BINARY...|lock|bin|prune]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build [BINARY...]|path BINARY...|lock [COMPONENT...]|bin|prune]" >&2; exit 2 ;;
 esac

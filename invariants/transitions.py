@@ -5,7 +5,8 @@ outcome, as the other guarantees judge what every stack renders):
 
 - no agent stops for good with its metadata DNAT rule left behind: the stack's agents keep their
   DaemonSet, port and the nodes they run on, unless the running agents remove their rule on exit
-  (contracts/agent_rule.py); a retirement rolls them to `--iptables-remove` first;
+  (contracts/agent_rule.py); a retirement rolls them to `--iptables-remove` first, on
+  the port and interface of their rule;
 - the servers keep listening where the running agents dial, and the server certificate names
   the host they dial, restarting the servers onto it when it changes;
 - a namespace the stack created is not deleted unless kiam is retired: it stays registered
@@ -59,7 +60,9 @@ def _agents(view: KiamView, previous: Installed, s: StackSettings) -> list[Viola
             for p in view.of_type(DAEMON_SET_PATCH)
             if kiam.AGENT_REMOVE_RULE_FLAG in _args(p, AGENT_CONTAINER)
         ]
-        if previous.kiam_installed and not before.removes_rule_on_exit and not patches:
+        if not previous.kiam_installed or before.removes_rule_on_exit:
+            return []
+        if not patches:
             return [
                 Violation(
                     CHECK,
@@ -68,7 +71,23 @@ def _agents(view: KiamView, previous: Installed, s: StackSettings) -> list[Viola
                     f"{kiam.AGENT_REMOVE_RULE_FLAG}: every node would keep their rule",
                 )
             ]
-        return []
+        # An agent removes exactly the rule it added (contracts/agent_rule.py): rolled onto
+        # another port or interface, the running agents' rule stays behind.
+        out = []
+        for patch in patches:
+            command = agent_command(_args(patch, AGENT_CONTAINER))
+            if (command.port, command.interface) != (before.port, before.host_interface):
+                out.append(
+                    Violation(
+                        CHECK,
+                        patch.urn,
+                        f"rolls the agents onto port {command.port} and interface "
+                        f"{command.interface}, while every node's rule names port {before.port} "
+                        f"and interface {before.host_interface}: each agent would remove only "
+                        "its own rule",
+                    )
+                )
+        return out
     agents = [a for a in view.agents if dig(a.inputs, "metadata", "name") == before.daemon_set]
     if not agents:
         if previous.adoption is not None and previous.adoption.phase == "takeover":

@@ -209,9 +209,18 @@ def _cluster(prev: Installed, s: StackSettings) -> list[Verdict]:
 
 def _namespace(prev: Installed, s: StackSettings) -> list[Verdict]:
     before = prev.namespace
-    if before is None or not prev.kiam_installed or s.retire:
+    if before is None or not prev.kiam_installed:
         return []
     name = s.namespace.name
+    if before.name != name and s.retire:
+        return [
+            refused(
+                "kiam:namespace.name",
+                f"kiam runs in namespace {before.name} (the stack's last update); the retirement "
+                f"rolls the agents there to remove their iptables rule before it deletes them, "
+                f"and in {name} there are none to roll. Keep {before.name}",
+            )
+        ]
     if before.name != name:
         port = f" {prev.agents.port}" if prev.agents is not None else ""
         return [
@@ -223,7 +232,8 @@ def _namespace(prev: Installed, s: StackSettings) -> list[Verdict]:
                 f"iptables rule. Keep {before.name}",
             )
         ]
-    if before.owner == "existing" and s.namespace.create:
+    # A retirement registers no namespace to create (`namespace_mode`).
+    if before.owner == "existing" and s.namespace.create and not s.retire:
         return [
             refused(
                 "kiam:namespace.create",
@@ -297,8 +307,11 @@ def _server_address(prev: Installed, s: StackSettings) -> list[Verdict]:
 
 def _agents(prev: Installed, s: StackSettings) -> list[Verdict]:
     agents = prev.agents
-    if agents is None or s.retire or not s.adoption_state.stack_owns_agents:
+    if agents is None or not s.adoption_state.stack_owns_agents:
         return []
+    if s.retire:
+        keeps_rule = prev.kiam_installed and not agents.removes_rule_on_exit
+        return _retiring_agents(agents, s) if keeps_rule else []
     out = []
     if agents.port != s.agent.port and not agents.removes_rule_on_exit:
         out.append(
@@ -329,6 +342,30 @@ def _agents(prev: Installed, s: StackSettings) -> list[Verdict]:
                 "from the metadata address. To stop running agents there: " + KEEP_RULE,
             )
         )
+    return out
+
+
+def _retiring_agents(agents: InstalledAgents, s: StackSettings) -> list[Verdict]:
+    """Running agents that keep their rule on exit: the retirement rolls them to remove *their*
+    rule as they stop, and an agent removes exactly the rule text it added
+    (contracts/agent_rule.py). Rolled onto another port or interface, each would add and remove
+    a rule of its own, and leave the running agents' rule on every node, sending pods to an
+    agent that is gone."""
+    out = []
+    for key, what, old, new in (
+        ("port", "port", agents.port, s.agent.port),
+        ("hostInterface", "interface", agents.host_interface, s.agent.host_interface),
+    ):
+        if old != new:
+            out.append(
+                refused(
+                    f"kiam:agent.{key}",
+                    f"the retirement rolls the running agents, whose rule on every node names "
+                    f"{what} {old}, to remove that rule as they stop; on {what} {new} each would "
+                    f"remove only a rule of its own, and leave theirs sending pods to an agent "
+                    f"that is gone. Keep {old} while retiring",
+                )
+            )
     return out
 
 
@@ -724,7 +761,9 @@ TABLE: tuple[Row, ...] = (
         (Kind.REFUSED, Kind.SAFE),
         "Refused while the running agents keep their rule on exit (the default): the old rule, "
         "first in the chain, would send every pod to a port nothing listens on. Safe once they "
-        "remove it (removeIptablesRuleOnExit: true), at the cost that setting always has.",
+        "remove it (removeIptablesRuleOnExit: true), at the cost that setting always has. "
+        "Refused too while retiring agents that keep their rule: the retirement must roll "
+        "their own rule away.",
         _agents,
     ),
     Row(
@@ -737,9 +776,12 @@ TABLE: tuple[Row, ...] = (
     ),
     Row(
         "kiam:agent.hostInterface",
-        (Kind.SAFE,),
+        (Kind.SAFE, Kind.REFUSED),
         AGENTS_ROLL + "; a rule for the old interfaces stays on running nodes until they are "
-        "replaced, and still sends those pods to the agent.",
+        "replaced, and still sends those pods to the agent. Refused while retiring agents that keep "
+        "their rule on exit: each new agent removes only the rule it added, so theirs would stay "
+        "behind.",
+        _agents,
     ),
     Row(
         "kiam:agent.removeIptablesRuleOnExit",
@@ -780,7 +822,8 @@ TABLE: tuple[Row, ...] = (
         "kiam:namespace.name",
         (Kind.REFUSED,),
         "Refused while kiam runs: a second agent DaemonSet would need the ports the first holds, "
-        "and the first would go with its rules in place.",
+        "and the first would go with its rules in place; a retirement rolls the agents in the "
+        "namespace they run in.",
         _namespace,
     ),
     Row(

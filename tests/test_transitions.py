@@ -540,6 +540,50 @@ def test_the_refusals_name_setting_running_value_and_the_way_there() -> None:
     )
 
 
+def retiring_with(**agent: Any) -> dict[str, Any]:
+    config = {**example_config("dev"), "kiam:retire": True}
+    section(config, "agent").update(agent)
+    return config
+
+
+def refusal_of(config: dict[str, Any], previous: dict[str, Any]) -> list[str]:
+    with pytest.raises(RefusedChangeError) as refusal:
+        judge(settings_of(config), installed_by(settings_of(previous), None), {}, SOURCE)
+    return refusal.value.problems
+
+
+def test_a_retirement_rolls_the_running_agents_rule_away_on_its_own_port_and_interface() -> None:
+    """The roll to --iptables-remove takes each node's rule only if it names the same port and
+    interface: an agent removes exactly the rule it added (contracts/agent_rule.py)."""
+    dev = example_config("dev")
+    assert refusal_of(retiring_with(port=9000, hostInterface="!eth0"), dev) == [
+        "kiam:agent.port: the retirement rolls the running agents, whose rule on every node names "
+        "port 8181, to remove that rule as they stop; on port 9000 each would remove only a rule "
+        "of its own, and leave theirs sending pods to an agent that is gone. Keep 8181 while "
+        "retiring",
+        "kiam:agent.hostInterface: the retirement rolls the running agents, whose rule on every "
+        "node names interface eni+, to remove that rule as they stop; on interface !eth0 each "
+        "would remove only a rule of its own, and leave theirs sending pods to an agent that is "
+        "gone. Keep eni+ while retiring",
+    ]
+    # Agents that already remove their rule on exit take it with them whatever they roll onto.
+    removing = copy.deepcopy(dev)
+    section(removing, "agent")["removeIptablesRuleOnExit"] = True
+    after = retiring_with(port=9000, hostInterface="!eth0", removeIptablesRuleOnExit=True)
+    verdicts = judge(settings_of(after), installed_by(settings_of(removing), None), {}, SOURCE)
+    assert [v.setting for v in verdicts.verdicts] == ["kiam:retire"]
+
+
+def test_a_retirement_stays_in_the_namespace_kiam_runs_in() -> None:
+    config = {**example_config("dev"), "kiam:retire": True}
+    section(config, "namespace")["name"] = "kiam-system"
+    assert refusal_of(config, example_config("dev")) == [
+        "kiam:namespace.name: kiam runs in namespace kiam (the stack's last update); the "
+        "retirement rolls the agents there to remove their iptables rule before it deletes them, "
+        "and in kiam-system there are none to roll. Keep kiam"
+    ]
+
+
 @pytest.mark.parametrize(
     ("old", "new", "steps"),
     [

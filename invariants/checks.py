@@ -272,15 +272,31 @@ def server_args(view: KiamView) -> list[Violation]:
             report(
                 "autodetects --role-base-arn (needs the metadata API from the pod); set it explicitly"
             )
-        duration = flag_values(args, "--session-duration")
-        refresh = flag_values(args, "--session-refresh") or ["5m"]
-        seconds = duration_seconds(duration[0]) if len(duration) == 1 else 15 * 60
-        if not 15 * 60 < seconds <= 60 * 60:
-            report(
-                f"session duration {duration or ['15m (kiam default)']} is not above 15m and at most 60m"
+        durations = flag_values(args, "--session-duration")
+        refreshes = flag_values(args, "--session-refresh")
+        repeated = [
+            flag
+            for flag, values in (
+                ("--session-duration", durations),
+                ("--session-refresh", refreshes),
             )
-        elif duration_seconds(refresh[0]) >= seconds:
-            report(f"session refresh {refresh[0]} is not below the session duration {duration[0]}")
+            if len(values) > 1
+        ]
+        if repeated:
+            # Which one a server would take is not this guarantee's to guess: one of each.
+            report(f"repeats {' and '.join(repeated)}")
+        else:
+            # kiam's defaults: 15m sessions, refreshed every 5m.
+            [duration] = durations or ["15m"]
+            [refresh] = refreshes or ["5m"]
+            seconds = duration_seconds(duration)
+            if not 15 * 60 < seconds <= 60 * 60:
+                report(
+                    f"session duration {durations or ['15m (kiam default)']} is not above 15m and "
+                    "at most 60m"
+                )
+            elif duration_seconds(refresh) >= seconds:
+                report(f"session refresh {refresh} is not below the session duration {duration}")
     return out
 
 

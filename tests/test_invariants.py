@@ -13,7 +13,7 @@ import pytest
 from invariants import UNKNOWN, Resource, Violation, check_all
 from invariants.recorded import resources_from_recording
 from tests.conftest import EXAMPLE_STACKS, base_config, example_config, expected_of, run_program
-from tools.mock_engine import Recording
+from tools.mock_engine import Recording, run_main
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
@@ -358,6 +358,21 @@ CASES: list[Case] = [
                 "server-args",
                 urn(rs, DEPLOYMENT),
                 "session duration ['15m'] is not above 15m and at most 60m",
+            )
+        ],
+    ),
+    (
+        "7 session flags repeated",
+        lambda rs: mutate(
+            rs,
+            DEPLOYMENT,
+            lambda i: args(i).extend(["--session-duration=30m", "--session-refresh=1m"]),
+        ),
+        lambda rs: [
+            (
+                "server-args",
+                urn(rs, DEPLOYMENT),
+                "repeats --session-duration and --session-refresh",
             )
         ],
     ),
@@ -822,14 +837,18 @@ def test_each_check_catches_its_breakage_exactly(
 
 
 def test_every_check_is_exercised_by_a_breakage(
-    resources: list[Resource], app_resources: list[Resource]
+    resources: list[Resource],
+    app_resources: list[Resource],
+    change_baselines: dict[str, list[Resource]],
 ) -> None:
     from invariants import CHECKS
 
     exercised = {v[0] for _, _, expected in CASES for v in expected(resources)}
     exercised |= {v[0] for _, _, expected in APP_CASES for v in expected(app_resources)}
     exercised |= {v[0] for _, _, _, expected in WAY_OUT_CASES for v in expected(app_resources)}
-    exercised |= {CHANGE for _, _, _, _, expected in CHANGE_CASES if expected(resources)}
+    exercised |= {
+        CHANGE for _, base, _, _, expected in CHANGE_CASES if expected(change_baselines[base])
+    }
     assert exercised == set(CHECKS) - {"presence"}
 
 
@@ -2116,6 +2135,20 @@ CHANGE_CASES: list[ChangeCase] = [
         ],
     ),
     (
+        "16 the retirement rolls the agents onto another port",
+        "retiring",
+        RETIRED_CONFIG,
+        lambda: _facts(base_config(), agents=_agents(base_config(), port=9000)),
+        lambda rs: [
+            (
+                CHANGE,
+                urn(rs, "kubernetes:apps/v1:DaemonSetPatch"),
+                "rolls the agents onto port 8181 and interface eni+, while every node's rule "
+                "names port 9000 and interface eni+: each agent would remove only its own rule",
+            )
+        ],
+    ),
+    (
         "16 the running agents' DaemonSet is gone",
         "base",
         base_config(),
@@ -2265,18 +2298,33 @@ CHANGE_CASES: list[ChangeCase] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def change_baselines(
-    resources: list[Resource], app_resources: list[Resource]
+def change_baseline_resources(
+    base: list[Resource], applications: list[Resource]
 ) -> dict[str, list[Resource]]:
+    """The stacks the change cases break, by the name each case gives (its second item)."""
     return {
-        "base": resources,
-        "applications": app_resources,
+        "base": base,
+        "applications": applications,
         "retired": resources_from_recording(run_program(RETIRED_CONFIG)),
+        # The `pulumi up` that retires an install: it reads the install's outputs.
+        "retiring": resources_from_recording(
+            run_main(
+                RETIRED_CONFIG,
+                stack="test",
+                last_outputs=run_program(base_config()).stack_outputs,
+            )
+        ),
         "no-namespace": resources_from_recording(
             run_program(base_config(namespace={"create": False}))
         ),
     }
+
+
+@pytest.fixture(scope="module")
+def change_baselines(
+    resources: list[Resource], app_resources: list[Resource]
+) -> dict[str, list[Resource]]:
+    return change_baseline_resources(resources, app_resources)
 
 
 @pytest.mark.parametrize(

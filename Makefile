@@ -6,12 +6,21 @@ STACK ?= dev
 E2E_VENV := .venv-e2e
 E2E_BIN := $(E2E_VENV)/bin
 
-.PHONY: install plan plans test lint typecheck bench clean mutation mutation-changed e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
+.PHONY: install policy-pack plan plans test lint typecheck bench clean mutation mutation-changed e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
 
 # Each target installs what it runs and no more: `pulumi up` needs only requirements.txt (the
 # deploy job installs nothing else), the offline plan adds its validators, the tests add the test,
 # lint and type-check tools. The stamps make a second run install nothing.
-$(BIN)/.installed: requirements.txt
+#
+# requirements.txt installs this checkout's package, kiam_eks, editable in strict mode: a tree of
+# links to each module file (build/__editable__.*). So a module added or removed is seen once the
+# package is installed again: PACKAGE_FILES lists them, and is rewritten only when the list changes.
+PACKAGE_FILES := build/package-files.txt
+$(shell mkdir -p build && find src/kiam_eks components contracts invariants program settings specs \
+	-name '*.py' -o -name py.typed | sort > $(PACKAGE_FILES).new && \
+	(cmp -s $(PACKAGE_FILES).new $(PACKAGE_FILES) || cp $(PACKAGE_FILES).new $(PACKAGE_FILES)))
+
+$(BIN)/.installed: requirements.txt pyproject.toml $(PACKAGE_FILES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
@@ -26,6 +35,17 @@ $(BIN)/.installed-dev: $(BIN)/.installed-plan requirements-dev.txt
 	touch $@
 
 install: $(BIN)/.installed  ## Create .venv with what `pulumi up` needs (requirements.txt)
+
+# The policy pack's own virtualenv (PulumiPolicy.yaml): pulumi-policy and the package's guarantees,
+# kiam_eks without its dependencies (the guarantees import none of the cloud SDKs).
+POLICY_BIN := policy/venv/bin
+$(POLICY_BIN)/.installed: policy/requirements.txt pyproject.toml $(PACKAGE_FILES)
+	test -x $(POLICY_BIN)/python || $(PYTHON) -m venv policy/venv
+	$(POLICY_BIN)/python -m pip install --quiet -r policy/requirements.txt
+	$(POLICY_BIN)/python -m pip install --quiet --no-deps -e . --config-settings editable_mode=strict
+	touch $@
+
+policy-pack: $(POLICY_BIN)/.installed  ## Create policy/venv, what `--policy-pack policy` runs in
 
 plan: $(BIN)/.installed-plan  ## Plan a stack offline (default: the dev example) into plan/$(STACK)
 	$(BIN)/python -m tools.plan --stack $(STACK) --out plan/$(STACK)
@@ -84,10 +104,12 @@ e2e-plan:  ## Which tools this machine has, which would be built, and how long t
 sandbox-plan:  ## The same for `make sandbox` (which needs no promtool)
 	$(PYTHON) -m e2e.harness.toolchain --explain --for sandbox
 
-$(E2E_BIN)/.installed: e2e/requirements.txt
+# The package without its dependencies: the e2e program runs on stand-ins for AWS and TLS.
+$(E2E_BIN)/.installed: e2e/requirements.txt pyproject.toml $(PACKAGE_FILES)
 	test -x $(E2E_BIN)/python || $(PYTHON) -m venv $(E2E_VENV)
 	$(E2E_BIN)/python -m pip install --quiet --upgrade pip
 	$(E2E_BIN)/python -m pip install --quiet -r e2e/requirements.txt
+	$(E2E_BIN)/python -m pip install --quiet --no-deps -e . --config-settings editable_mode=strict
 	touch $@
 
 e2e-install: e2e-toolchain $(E2E_BIN)/.installed

@@ -4,11 +4,11 @@ side, export."""
 
 import pulumi
 
-from components.cloud import CloudSide
-from program.aws_cloud import AwsCloud
-from program.providers import create_providers
-from program.stack import build, export_outputs, judge_change
-from settings import SettingsError, load_settings
+from kiam_eks.components.cloud import CloudSide
+from kiam_eks.program.aws_cloud import AwsCloud
+from kiam_eks.program.providers import create_providers
+from kiam_eks.program.stack import build, export_outputs, judge_change
+from kiam_eks.settings import SettingsError, load_settings
 
 try:
     settings = load_settings()

@@ -9,13 +9,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from contracts import labels, names
-from contracts.labels import PATCH_FORCE_ANNOTATION
-from settings.adoption import Adoption
-from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
-from settings.node_group import TaintSettings
-from specs import kiam_flags
-from specs.takeover import taking_over_options
+from kiam_eks.components.containers import container_resources, locked_down
+from kiam_eks.contracts import labels, names, tokens
+from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
+from kiam_eks.settings.adoption import Adoption
+from kiam_eks.settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
+from kiam_eks.settings.node_group import TaintSettings
+from kiam_eks.specs import kiam_flags
+from kiam_eks.specs.takeover import taking_over_options
 
 # No surge: the agent holds a host port, two on one node cannot both start. One node at a time.
 ONE_NODE_AT_A_TIME: dict[str, Any] = {
@@ -26,7 +27,7 @@ ONE_NODE_AT_A_TIME: dict[str, Any] = {
 
 @dataclass(frozen=True, kw_only=True)
 class AgentArgs:
-    """Inputs of `KiamAgent`."""
+    """Inputs of `Agent`."""
 
     settings: AgentSettings
     """Agent settings."""
@@ -53,7 +54,7 @@ class AgentArgs:
     its own command line (components/agent_retirement.py)."""
 
 
-class KiamAgent(pulumi.ComponentResource):
+class Agent(pulumi.ComponentResource):
     """The agent DaemonSet and its ServiceAccount."""
 
     daemon_set: k8s.apps.v1.DaemonSet
@@ -62,7 +63,7 @@ class KiamAgent(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: AgentArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:Agent", name, None, opts)
+        super().__init__(tokens.AGENT, name, None, opts)
         s, adoption = args.settings, args.adoption
         account_labels = {**labels.object_labels("agent"), **adoption.agent_extra_labels}
         meta_labels = {**labels.workload_labels("agent", s.image), **adoption.agent_extra_labels}
@@ -162,21 +163,10 @@ def _pod_spec(args: AgentArgs, service_account: pulumi.Input[str]) -> dict[str, 
                     "periodSeconds": 10,
                     "timeoutSeconds": READINESS_PROBE_TIMEOUT_SECONDS,
                 },
-                "resources": {
-                    "requests": {
-                        "cpu": s.resources.cpu_request,
-                        "memory": s.resources.memory_request,
-                    },
-                    "limits": {"memory": s.resources.memory_limit},
-                },
-                "securityContext": {
-                    # iptables must run as root; it needs NET_ADMIN for the rule and NET_RAW for the
-                    # raw socket iptables-legacy opens. Nothing else.
-                    "runAsUser": 0,
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN", "NET_RAW"]},
-                },
+                "resources": container_resources(s.resources),
+                # iptables must run as root; it needs NET_ADMIN for the rule and NET_RAW for the
+                # raw socket iptables-legacy opens. Nothing else.
+                "securityContext": {"runAsUser": 0, **locked_down(add=["NET_ADMIN", "NET_RAW"])},
                 "volumeMounts": [
                     {"name": "tls", "mountPath": names.TLS_MOUNT, "readOnly": True},
                     # Shared with kube-proxy and the CNI so iptables writers take turns.

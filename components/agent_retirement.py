@@ -67,11 +67,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.agent import ONE_NODE_AT_A_TIME
-from contracts import kiam, names
-from contracts.labels import PATCH_FORCE_ANNOTATION
-from settings.agent import AgentSettings
-from specs import kiam_flags
+from kiam_eks.components.agent import ONE_NODE_AT_A_TIME
+from kiam_eks.contracts import kiam, names, tokens
+from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
+from kiam_eks.settings.agent import AgentSettings
+from kiam_eks.specs import kiam_flags
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,7 +100,7 @@ class AgentRetirement(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: AgentRetirementArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:AgentRetirement", name, None, opts)
+        super().__init__(tokens.AGENT_RETIREMENT, name, None, opts)
         # A new stack, or one already retired, has no agent left to roll.
         self.done = (
             _retirement_patch(name, args, self).urn if args.roll else pulumi.Output.from_input("")

@@ -11,11 +11,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from contracts import pod_identity
-from contracts.iam import role_arn
-from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
-from settings.applications import ApplicationSettings, ServedBy
-from specs import iam_policies
+from kiam_eks.contracts import pod_identity, tokens
+from kiam_eks.contracts.iam import role_arn
+from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
+from kiam_eks.settings.applications import ApplicationSettings, ServedBy
+from kiam_eks.specs import iam_policies
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +54,7 @@ class ApplicationRole(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ApplicationRoleArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:ApplicationRole", name, None, opts)
+        super().__init__(tokens.APPLICATION_ROLE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
         served_by = s.served_by

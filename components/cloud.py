@@ -16,8 +16,8 @@ from typing import Protocol
 
 import pulumi
 
-from settings.applications import ApplicationSettings
-from settings.tls import TlsSettings
+from kiam_eks.settings.applications import ApplicationSettings
+from kiam_eks.settings.tls import TlsSettings
 
 
 class KiamRoles(Protocol):
@@ -148,11 +148,12 @@ class CloudSide(Protocol):
         self,
         name: str,
         settings: ApplicationSettings,
-        role_arn: pulumi.Input[str],
+        access: ApplicationAccess,
         opts: pulumi.ResourceOptions,
     ) -> pulumi.Resource:
         """The EKS Pod Identity association of settings.namespace/settings.service_account to the
-        role, a child of opts.parent."""
+        role `access` (what `application_role` returned): a child of that role where it is a
+        resource, otherwise of opts.parent (the install)."""
         ...
 
     def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource | None:

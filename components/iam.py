@@ -9,16 +9,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from contracts import names
-from contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn
-from settings.cluster import ClusterSettings
-from settings.iam import IamSettings
-from specs import iam_policies
+from kiam_eks.contracts import names, tokens
+from kiam_eks.contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn
+from kiam_eks.settings.cluster import ClusterSettings
+from kiam_eks.settings.iam import IamSettings
+from kiam_eks.specs import iam_policies
 
 
 @dataclass(frozen=True, kw_only=True)
 class IamArgs:
-    """Inputs of `KiamIam`."""
+    """Inputs of `Iam`."""
 
     cluster: ClusterSettings
     """Account, region and partition of the roles."""
@@ -28,7 +28,7 @@ class IamArgs:
     """IAM paths of the stack's application roles; each below the base path gets its own pattern."""
 
 
-class KiamIam(pulumi.ComponentResource):
+class Iam(pulumi.ComponentResource):
     """The server nodes' instance role and the kiam-server role it alone may assume."""
 
     node_role: aws.iam.Role
@@ -51,7 +51,7 @@ class KiamIam(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: IamArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:Iam", name, None, opts)
+        super().__init__(tokens.IAM, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         partition, account = args.cluster.partition, args.cluster.account_id
 

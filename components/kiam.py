@@ -10,17 +10,17 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.agent import AgentArgs, KiamAgent
-from components.agent_retirement import AgentRetirement, AgentRetirementArgs
-from components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
-from components.monitoring import KiamMonitoring, MonitoringArgs, scrape_annotations
-from components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
-from components.server import KiamServer, ServerArgs
-from components.tls import KiamTls, TlsArgs
-from contracts import names
-from settings.stack import StackSettings
-from settings.transitions import Transition, first_update
-from specs import alert_rules, iam_policies
+from kiam_eks.components.agent import Agent, AgentArgs
+from kiam_eks.components.agent_retirement import AgentRetirement, AgentRetirementArgs
+from kiam_eks.components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
+from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
+from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
+from kiam_eks.components.server import Server, ServerArgs
+from kiam_eks.components.tls import Tls, TlsArgs
+from kiam_eks.contracts import names, tokens
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import Transition, first_update
+from kiam_eks.specs import alert_rules, iam_policies
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,11 +46,11 @@ class Kiam(pulumi.ComponentResource):
     (`RetiredRoles`: no kiam role exists any more)."""
     server_nodes: ServerNodes | None
     """None once retired."""
-    tls: KiamTls | None
+    tls: Tls | None
     """None once retired."""
-    server: KiamServer | None
+    server: Server | None
     """None once retired."""
-    agent: KiamAgent | None
+    agent: Agent | None
     """None while a running install's agents are still in service (migration phase `servers`),
     and once retired."""
     retirement: AgentRetirement | None
@@ -61,7 +61,7 @@ class Kiam(pulumi.ComponentResource):
     application."""
     pod_identity_associations: dict[str, pulumi.Resource]
     """The EKS Pod Identity association of each application Pod Identity serves."""
-    monitoring: KiamMonitoring | None
+    monitoring: Monitoring | None
     """The Prometheus Operator's objects, when `kiam:monitoring` asks for them (never once retired)."""
     server_address: str
     """What agents dial."""
@@ -72,7 +72,7 @@ class Kiam(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KiamArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:Kiam", name, None, opts)
+        super().__init__(tokens.KIAM, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
         domain = s.cluster.cluster_domain
@@ -176,7 +176,7 @@ class Kiam(pulumi.ComponentResource):
         domain = s.cluster.cluster_domain
         ca = adoption.running_install_ca
         service, ns_name = s.server.service_name, s.namespace.name
-        tls = KiamTls(
+        tls = Tls(
             f"{name}-tls",
             TlsArgs(
                 settings=s.tls,
@@ -195,7 +195,7 @@ class Kiam(pulumi.ComponentResource):
             child,
         )
         self.tls = tls
-        server = KiamServer(
+        server = Server(
             f"{name}-server",
             ServerArgs(
                 settings=s.server,
@@ -215,7 +215,7 @@ class Kiam(pulumi.ComponentResource):
         )
         self.server = server
         if adoption.stack_owns_agents:
-            self.agent = KiamAgent(
+            self.agent = Agent(
                 f"{name}-agent",
                 AgentArgs(
                     settings=s.agent,
@@ -233,7 +233,7 @@ class Kiam(pulumi.ComponentResource):
                 child,
             )
         if s.monitoring.service_monitors:
-            self.monitoring = KiamMonitoring(
+            self.monitoring = Monitoring(
                 f"{name}-monitoring",
                 MonitoringArgs(
                     settings=s.monitoring,
@@ -265,15 +265,12 @@ class Kiam(pulumi.ComponentResource):
         for app, role in roles.items():
             if not served[app].pod_identity:
                 continue
-            # A child of the application's role component where the cloud side has one (AWS);
-            # of the install where the role is only computed (the e2e stand-ins).
-            parent = role if isinstance(role, pulumi.Resource) else self
             self.pod_identity_associations[app] = cloud.pod_identity_association(
                 f"{name}-app-{app}-pod-identity",
                 s.applications[app],
-                role.role_arn,
+                role,
                 pulumi.ResourceOptions(
-                    parent=parent,
+                    parent=self,
                     depends_on=[self.pod_identity_agent] if self.pod_identity_agent else [],
                 ),
             )

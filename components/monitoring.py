@@ -1,5 +1,5 @@
 """Prometheus Operator objects for kiam: ServiceMonitors for servers and agents, the Service the
-host-networked agents' metrics need, and the PrometheusRule of docs/alert_rules.md.
+host-networked agents' metrics need, and the PrometheusRule of docs/alerts.md.
 
 Without the operator the program instead annotates the pods (`scrape_annotations`), which the
 server and agent components render.
@@ -13,10 +13,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from contracts import labels, names
-from contracts.labels import Role
-from settings.monitoring import MonitoringSettings
-from specs import alert_rules
+from kiam_eks.contracts import labels, names, tokens
+from kiam_eks.contracts.labels import Role
+from kiam_eks.settings.monitoring import MonitoringSettings
+from kiam_eks.specs import alert_rules
 
 MONITORING_API = "monitoring.coreos.com/v1"
 METRICS_PATH = "/metrics"  # kiam serves its registry here (pkg/prometheus/http.go)
@@ -80,7 +80,7 @@ def agent_metrics_service_spec(port: int) -> dict[str, Any]:
 
 @dataclass(frozen=True, kw_only=True)
 class MonitoringArgs:
-    """Inputs of `KiamMonitoring`."""
+    """Inputs of `Monitoring`."""
 
     settings: MonitoringSettings
     """Monitoring settings (`service_monitors` is true)."""
@@ -92,7 +92,7 @@ class MonitoringArgs:
     """What the alert rules need to know of the stack."""
 
 
-class KiamMonitoring(pulumi.ComponentResource):
+class Monitoring(pulumi.ComponentResource):
     """ServiceMonitors for servers and agents, the agents' metrics Service, the alert rules."""
 
     service_monitors: dict[Role, k8s.apiextensions.CustomResource]
@@ -105,7 +105,7 @@ class KiamMonitoring(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:Monitoring", name, None, opts)
+        super().__init__(tokens.MONITORING, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
 

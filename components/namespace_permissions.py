@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from contracts.labels import (
+from kiam_eks.contracts import tokens
+from kiam_eks.contracts.labels import (
     EXISTING_PERMITTED_ANNOTATION,
     PATCH_FORCE_ANNOTATION,
     PERMITTED_ANNOTATION,
@@ -82,7 +83,7 @@ class NamespacePermissions(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: NamespacePermissionsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:NamespacePermissions", name, None, opts)
+        super().__init__(tokens.NAMESPACE_PERMISSIONS, name, None, opts)
         namespaces = sorted({*args.role_arns_by_namespace, *args.existing})
         for namespace in namespaces:
             arns = list(args.role_arns_by_namespace.get(namespace, []))

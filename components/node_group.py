@@ -8,10 +8,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.node_group_options import replacement_options
-from contracts.credential_env import IMDS_HOP_LIMIT_CONTAINERS, IMDS_TOKENS_REQUIRED
-from contracts.eks_node_group import root_device
-from settings.node_group import NodeGroupSettings
+from kiam_eks.components.node_group_options import replacement_options
+from kiam_eks.contracts import tokens
+from kiam_eks.contracts.credential_env import IMDS_HOP_LIMIT_CONTAINERS, IMDS_TOKENS_REQUIRED
+from kiam_eks.contracts.eks_node_group import root_device
+from kiam_eks.settings.node_group import NodeGroupSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +42,7 @@ class ServerNodeGroup(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: NodeGroupArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:ServerNodeGroup", name, None, opts)
+        super().__init__(tokens.SERVER_NODE_GROUP, name, None, opts)
         s = args.settings
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-launch-template",

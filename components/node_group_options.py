@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pulumi
 
-from contracts.eks_node_group import REPLACE_ON_CHANGES
+from kiam_eks.contracts.eks_node_group import REPLACE_ON_CHANGES
 
 
 def replacement_options() -> pulumi.ResourceOptions:

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_aws as aws
 
-from contracts import pod_identity
-from settings.applications import ApplicationSettings
-from settings.pod_identity import PodIdentityAgentSettings
+from kiam_eks.contracts import pod_identity
+from kiam_eks.settings.applications import ApplicationSettings
+from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
 
 
 def association(

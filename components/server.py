@@ -9,20 +9,21 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from contracts import labels, names
-from contracts.rollout_wait import WAIT_FOR_ANNOTATION, rolled_out_wait_for
-from settings.adoption import Adoption
-from settings.node_group import TaintSettings
-from settings.server import ServerSettings
-from specs import kiam_flags
-from specs.takeover import taking_over_options
+from kiam_eks.components.containers import container_resources, locked_down
+from kiam_eks.contracts import labels, names, tokens
+from kiam_eks.contracts.rollout_wait import WAIT_FOR_ANNOTATION, rolled_out_wait_for
+from kiam_eks.settings.adoption import Adoption
+from kiam_eks.settings.node_group import TaintSettings
+from kiam_eks.settings.server import ServerSettings
+from kiam_eks.specs import kiam_flags
+from kiam_eks.specs.takeover import taking_over_options
 
 NOBODY = 65534  # The server needs no root: an unprivileged port, no capabilities, read-only files.
 
 
 @dataclass(frozen=True, kw_only=True)
 class ServerArgs:
-    """Inputs of `KiamServer`."""
+    """Inputs of `Server`."""
 
     settings: ServerSettings
     """Server settings."""
@@ -70,7 +71,7 @@ def rolling_update(spare_nodes: int) -> dict[str, int]:
     return {"maxSurge": 0, "maxUnavailable": 1}
 
 
-class KiamServer(pulumi.ComponentResource):
+class Server(pulumi.ComponentResource):
     """The kiam-server Deployment and everything it needs to be reachable and safe to disrupt."""
 
     deployment: k8s.apps.v1.Deployment
@@ -81,7 +82,7 @@ class KiamServer(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ServerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:Server", name, None, opts)
+        super().__init__(tokens.SERVER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
         meta_labels = labels.object_labels("server")
@@ -315,18 +316,8 @@ class KiamServer(pulumi.ComponentResource):
                     ],
                     "readinessProbe": {**probe, "initialDelaySeconds": 5},
                     "livenessProbe": {**probe, "initialDelaySeconds": 30},
-                    "resources": {
-                        "requests": {
-                            "cpu": s.resources.cpu_request,
-                            "memory": s.resources.memory_request,
-                        },
-                        "limits": {"memory": s.resources.memory_limit},
-                    },
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "readOnlyRootFilesystem": True,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
+                    "resources": container_resources(s.resources),
+                    "securityContext": locked_down(),
                     "volumeMounts": [
                         {"name": "tls", "mountPath": names.TLS_MOUNT, "readOnly": True}
                     ],

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cloud import CertificateAuthority, CertificateRequest, KeyPair
-from contracts.labels import TLS_SECRET_TYPE
-from settings.tls import TlsSettings
+from kiam_eks.components.cloud import CertificateAuthority, CertificateRequest, KeyPair
+from kiam_eks.contracts import tokens
+from kiam_eks.contracts.labels import TLS_SECRET_TYPE
+from kiam_eks.settings.tls import TlsSettings
 
 LOOPBACK = (
     "127.0.0.1"  # `kiam health` probes the server on loopback: the certificate must cover it.
@@ -23,7 +24,7 @@ BASE_USES = ["digital_signature", "key_encipherment"]
 
 @dataclass(frozen=True, kw_only=True)
 class TlsArgs:
-    """Inputs of `KiamTls`."""
+    """Inputs of `Tls`."""
 
     settings: TlsSettings
     """Lifetimes and early renewal."""
@@ -61,7 +62,7 @@ def certificate_requests(args: TlsArgs) -> dict[str, CertificateRequest]:
     }
 
 
-class KiamTls(pulumi.ComponentResource):
+class Tls(pulumi.ComponentResource):
     """CA, server and agent certificates, stored as `kubernetes.io/tls` Secrets with `ca.crt`."""
 
     server_secret: k8s.core.v1.Secret
@@ -74,7 +75,7 @@ class KiamTls(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: TlsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("kiam:index:Tls", name, None, opts)
+        super().__init__(tokens.TLS, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         if args.existing_ca is not None:
             ca = KeyPair(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from contracts import go_regexp
+from kiam_eks.contracts import go_regexp
 
 # The release every fact here is read from (the newest; later commits change only the README).
 VERSION = "v4.2"

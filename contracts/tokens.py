@@ -30,3 +30,33 @@ LOCALLY_SIGNED_CERT = "tls:index/locallySignedCert:LocallySignedCert"
 STACK = "pulumi:pulumi:Stack"
 # A read of a stack's last outputs (the engine's builtin provider reads it, in previews too).
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
+
+
+# This package's components (kiam_eks.components), each `kiam:index:<its class name>`: the token a
+# Pulumi program in any language names it by (the component provider infers the same from the
+# class). A token is part of the URN of the component and of every resource under it, so changing
+# one would replace every resource of every running install: tests/test_package.py holds each
+# class to its token.
+COMPONENT_PACKAGE = "kiam"
+KIAM = "kiam:index:Kiam"
+IAM = "kiam:index:Iam"
+SERVER_NODE_GROUP = "kiam:index:ServerNodeGroup"
+TLS = "kiam:index:Tls"
+SERVER = "kiam:index:Server"
+AGENT = "kiam:index:Agent"
+AGENT_RETIREMENT = "kiam:index:AgentRetirement"
+APPLICATION_ROLE = "kiam:index:ApplicationRole"
+NAMESPACE_PERMISSIONS = "kiam:index:NamespacePermissions"
+MONITORING = "kiam:index:Monitoring"
+COMPONENTS = (
+    KIAM,
+    IAM,
+    SERVER_NODE_GROUP,
+    TLS,
+    SERVER,
+    AGENT,
+    AGENT_RETIREMENT,
+    APPLICATION_ROLE,
+    NAMESPACE_PERMISSIONS,
+    MONITORING,
+)

@@ -18,15 +18,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from contracts import names
 from e2e.harness import toolchain
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.environment import Environment
 from e2e.harness.kube import Kube
 from e2e.harness.pulumi import PulumiCommandError, install_provider
 from e2e.harness.watcher import Watcher
-from settings import SettingsError
-from settings.loader import settings_from_stack_file, stack_name_of
+from kiam_eks.contracts import names
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import settings_from_stack_file, stack_name_of
 from tools.stack_source import add_stack_source, stack_file_of
 
 CLUSTER_NAME = "kiam-sandbox"

@@ -4,7 +4,7 @@ The same functions run in the unit tests, in the offline plan and in the CrossGu
 (`policy/`), so a guarantee is written once and enforced at every gate a change passes.
 """
 
-from invariants.checks import CHECKS, check_all
-from invariants.model import UNKNOWN, Resource, Violation
+from kiam_eks.invariants.checks import CHECKS, check_all
+from kiam_eks.invariants.model import UNKNOWN, Resource, Violation
 
 __all__ = ["CHECKS", "UNKNOWN", "Resource", "Violation", "check_all"]

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contracts import kiam
-from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
-from contracts.tokens import ROLE
-from invariants.expected import ExpectedApplication
-from invariants.iam_documents import allows, as_list, document, known_arn, statements
-from invariants.model import Resource, Violation, dig, is_unknown
-from invariants.view import SERVER_CONTAINER, KiamView, container, flag_values
+from kiam_eks.contracts import kiam
+from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
+from kiam_eks.contracts.tokens import ROLE
+from kiam_eks.invariants.expected import ExpectedApplication
+from kiam_eks.invariants.iam_documents import allows, as_list, document, known_arn, statements
+from kiam_eks.invariants.model import Resource, Violation, dig, is_unknown
+from kiam_eks.invariants.view import SERVER_CONTAINER, KiamView, container, flag_values
 
 CHECK_ID = "application-reachable"
 

@@ -8,23 +8,23 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from contracts.eks_node_group import REPLACE_ON_CHANGES
-from contracts.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
-from contracts.rollout_wait import (
+from kiam_eks.contracts.eks_node_group import REPLACE_ON_CHANGES
+from kiam_eks.contracts.labels import HOSTNAME_TOPOLOGY, NODE_GROUP_LABEL
+from kiam_eks.contracts.rollout_wait import (
     ROLLED_OUT_STATUS_COUNTS,
     SKIP_AWAIT_ANNOTATION,
     WAIT_FOR_ANNOTATION,
     rolled_out_wait_for,
 )
-from contracts.tokens import CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
-from invariants.applications import application_reachable, off_kiam
-from invariants.expected import Expected
-from invariants.iam_documents import as_list, document, statements
-from invariants.model import Resource, Violation, dig, is_unknown, labels_match
-from invariants.pod_identity import pod_identity, trusts_pod_identity
-from invariants.retirement import retired
-from invariants.transitions import change
-from invariants.view import (
+from kiam_eks.contracts.tokens import CLUSTER_ROLE_BINDING, NODE_GROUP, PDB, ROLE, SECRET
+from kiam_eks.invariants.applications import application_reachable, off_kiam
+from kiam_eks.invariants.expected import Expected
+from kiam_eks.invariants.iam_documents import as_list, document, statements
+from kiam_eks.invariants.model import Resource, Violation, dig, is_unknown, labels_match
+from kiam_eks.invariants.pod_identity import pod_identity, trusts_pod_identity
+from kiam_eks.invariants.retirement import retired
+from kiam_eks.invariants.transitions import change
+from kiam_eks.invariants.view import (
     AGENT_CONTAINER,
     SERVER_CONTAINER,
     KiamView,
@@ -35,7 +35,7 @@ from invariants.view import (
     pod_spec,
     tolerates,
 )
-from settings.base import duration_seconds
+from kiam_eks.settings.base import duration_seconds
 
 Check = Callable[[KiamView], list[Violation]]
 AGENT_CAPABILITIES = frozenset({"NET_ADMIN", "NET_RAW"})

@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn, role_arn
-from settings.applications import ServedBy
-from settings.installed import Installed
-from settings.loader import load_settings
-from settings.stack import StackSettings
+from kiam_eks.contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn, role_arn
+from kiam_eks.settings.applications import ServedBy
+from kiam_eks.settings.installed import Installed
+from kiam_eks.settings.loader import load_settings
+from kiam_eks.settings.stack import StackSettings
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from invariants.model import Resource, is_unknown
+from kiam_eks.invariants.model import Resource, is_unknown
 
 
 def document(text: Any) -> Any:

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from contracts import kiam
-from invariants.view import flag_values
+from kiam_eks.contracts import kiam
+from kiam_eks.invariants.view import flag_values
 
 
 def granted_role(

@@ -11,10 +11,10 @@ objects, ordering, IAM trust, reachability) is judged only for the whole stack.
 
 from __future__ import annotations
 
-from contracts.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP
-from invariants.checks import CHECKS
-from invariants.model import Resource, Violation
-from invariants.view import KiamView
+from kiam_eks.contracts.tokens import DAEMON_SET, DEPLOYMENT, NODE_GROUP
+from kiam_eks.invariants.checks import CHECKS
+from kiam_eks.invariants.model import Resource, Violation
+from kiam_eks.invariants.view import KiamView
 
 # Check id -> the resource types it can judge alone.
 RESOURCE_LEVEL: dict[str, frozenset[str]] = {

@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from invariants.expected import ExpectedApplication
-from invariants.iam_documents import as_list, document, known_arn, statements
-from invariants.model import Resource, Violation, is_unknown
-from invariants.view import KiamView
+from kiam_eks.invariants.expected import ExpectedApplication
+from kiam_eks.invariants.iam_documents import as_list, document, known_arn, statements
+from kiam_eks.invariants.model import Resource, Violation, is_unknown
+from kiam_eks.invariants.view import KiamView
 
 # pulumi-aws 7.x: `aws.eks.PodIdentityAssociation` registers this type token
 # (sdk/python/pulumi_aws/eks/pod_identity_association.py, `@pulumi.type_token`), with the inputs

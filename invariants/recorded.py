@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from contracts.tokens import STACK
-from invariants.model import Resource
+from kiam_eks.contracts.tokens import STACK
+from kiam_eks.invariants.model import Resource
 
 
 class RecordedRegistration(Protocol):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contracts.labels import NAME, NAME_LABEL, TLS_SECRET_TYPE
-from contracts.tokens import (
+from kiam_eks.contracts.labels import NAME, NAME_LABEL, TLS_SECRET_TYPE
+from kiam_eks.contracts.tokens import (
     LAUNCH_TEMPLATE,
     NODE_GROUP,
     POLICY_ATTACHMENT,
@@ -12,8 +12,8 @@ from contracts.tokens import (
     ROLE_POLICY_ATTACHMENT,
     SECRET,
 )
-from invariants.model import Resource, Violation, dig, is_unknown
-from invariants.view import KiamView
+from kiam_eks.invariants.model import Resource, Violation, dig, is_unknown
+from kiam_eks.invariants.view import KiamView
 
 CHECK_ID = "retired"
 

@@ -20,16 +20,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts import kiam
-from contracts.agent_rule import agent_command
-from contracts.labels import PREVIOUS_NAMES_ANNOTATION
-from contracts.tokens import DAEMON_SET_PATCH, NAMESPACE
-from invariants.model import Resource, Violation, dig, is_unknown
-from invariants.view import AGENT_CONTAINER, SERVER_CONTAINER, KiamView, container, flag_values
-from settings.agent import TolerationSettings
-from settings.installed import Installed
-from settings.stack import StackSettings
-from settings.transitions import covers, served_by_steps
+from kiam_eks.contracts import kiam
+from kiam_eks.contracts.agent_rule import agent_command
+from kiam_eks.contracts.labels import PREVIOUS_NAMES_ANNOTATION
+from kiam_eks.contracts.tokens import DAEMON_SET_PATCH, NAMESPACE
+from kiam_eks.invariants.model import Resource, Violation, dig, is_unknown
+from kiam_eks.invariants.view import (
+    AGENT_CONTAINER,
+    SERVER_CONTAINER,
+    KiamView,
+    container,
+    flag_values,
+)
+from kiam_eks.settings.agent import TolerationSettings
+from kiam_eks.settings.installed import Installed
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import covers, served_by_steps
 
 CHECK = "change"
 

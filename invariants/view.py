@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from contracts.labels import (
+from kiam_eks.contracts.labels import (
     EXISTING_PERMITTED_ANNOTATION,
     NAME,
     NAME_LABEL,
     PERMITTED_ANNOTATION,
 )
-from contracts.names import SERVER_NODES
-from contracts.tokens import (
+from kiam_eks.contracts.names import SERVER_NODES
+from kiam_eks.contracts.tokens import (
     CERT_REQUEST,
     DAEMON_SET,
     DEPLOYMENT,
@@ -31,9 +31,9 @@ from contracts.tokens import (
     SERVICE,
     STACK,
 )
-from invariants import x509
-from invariants.expected import Expected, ExpectedApplication, MissingExpectationsError
-from invariants.model import UNKNOWN, Resource, by_type, dig, is_unknown
+from kiam_eks.invariants import x509
+from kiam_eks.invariants.expected import Expected, ExpectedApplication, MissingExpectationsError
+from kiam_eks.invariants.model import UNKNOWN, Resource, by_type, dig, is_unknown
 
 SERVER_CONTAINER, AGENT_CONTAINER = "kiam-server", "kiam-agent"
 

@@ -4,7 +4,8 @@ the PolicyPack starts a gRPC server and blocks."""
 import sys
 from pathlib import Path
 
-# The checks live in the project (invariants/); the pack adds no logic of its own.
+# The checks live in the package (kiam_eks.invariants), installed in the pack's virtualenv without
+# its dependencies; the pack adds no logic of its own. The checkout is on the path for `policy`.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from typing import Any

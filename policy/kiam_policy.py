@@ -28,11 +28,11 @@ from pulumi_policy.proxy import (
     UNKNOWN_STRING_VALUE,
 )
 
-from invariants import CHECKS, UNKNOWN, Resource
-from invariants.expected import Expected, MissingExpectationsError
-from invariants.per_resource import RESOURCE_LEVEL, resource_violations
-from invariants.view import KiamView
-from settings import SettingsError
+from kiam_eks.invariants import CHECKS, UNKNOWN, Resource
+from kiam_eks.invariants.expected import Expected, MissingExpectationsError
+from kiam_eks.invariants.per_resource import RESOURCE_LEVEL, resource_violations
+from kiam_eks.invariants.view import KiamView
+from kiam_eks.settings import SettingsError
 
 _SENTINELS = {
     UNKNOWN_ARCHIVE_VALUE, UNKNOWN_ARRAY_VALUE, UNKNOWN_ASSET_VALUE, UNKNOWN_BOOLEAN_VALUE,

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from components.application_role import ApplicationRole, ApplicationRoleArgs
-from components.cloud import KiamRoles
-from components.iam import IamArgs, KiamIam
-from components.node_group import NodeGroupArgs, ServerNodeGroup
-from components.pod_identity import agent_addon, association
-from program.tls_authority import PulumiTlsAuthority
-from settings.applications import ApplicationSettings
-from settings.stack import StackSettings
+from kiam_eks.components.application_role import ApplicationRole, ApplicationRoleArgs
+from kiam_eks.components.cloud import ApplicationAccess, KiamRoles
+from kiam_eks.components.iam import Iam, IamArgs
+from kiam_eks.components.node_group import NodeGroupArgs, ServerNodeGroup
+from kiam_eks.components.pod_identity import agent_addon, association
+from kiam_eks.program.tls_authority import PulumiTlsAuthority
+from kiam_eks.settings.applications import ApplicationSettings
+from kiam_eks.settings.stack import StackSettings
 
 
 class AwsCloud:
@@ -25,13 +25,13 @@ class AwsCloud:
         """The cluster's OIDC issuer URL; needed only by applications also trusted through IRSA."""
         self.certificate_authority = PulumiTlsAuthority()
 
-    def roles(self, name: str, opts: pulumi.ResourceOptions) -> KiamIam:
+    def roles(self, name: str, opts: pulumi.ResourceOptions) -> Iam:
         s = self.settings
         # Every application's path, whatever serves it: moving an application off kiam never
         # changes the kiam-server role's permission (nor widens it back on rollback). A role kiam
         # no longer serves stops trusting the server, and AssumeRole needs the role's trust too.
         paths = [app.role_path(s.iam) for app in s.applications.values()]
-        return KiamIam(name, IamArgs(cluster=s.cluster, iam=s.iam, application_paths=paths), opts)
+        return Iam(name, IamArgs(cluster=s.cluster, iam=s.iam, application_paths=paths), opts)
 
     def server_nodes(
         self, name: str, roles: KiamRoles, opts: pulumi.ResourceOptions
@@ -76,15 +76,18 @@ class AwsCloud:
         self,
         name: str,
         settings: ApplicationSettings,
-        role_arn: pulumi.Input[str],
+        access: ApplicationAccess,
         opts: pulumi.ResourceOptions,
     ) -> aws.eks.PodIdentityAssociation:
+        # A child of the application's role component (application_role), as it has always been:
+        # its URN on every running install.
+        assert isinstance(access, ApplicationRole), access
         return association(
             name,
             cluster_name=self.settings.cluster.name,
             settings=settings,
-            role_arn=role_arn,
-            opts=opts,
+            role_arn=access.role_arn,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=access)),
         )
 
     def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> aws.eks.Addon | None:

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from settings.stack import StackSettings
+from kiam_eks.settings.stack import StackSettings
 
 # pulumi-kubernetes 4.29 made creates strict (an existing object fails with AlreadyExists) and
 # added `upsert_existing_objects` to opt back in. Before it, every create was an upsert and the

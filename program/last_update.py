@@ -35,7 +35,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.proto import resource_pb2
 
-from settings.installed import LastUpdate
+from kiam_eks.settings.installed import LastUpdate
 
 READ_STACK_RESOURCES = "pulumi:pulumi:readStackResourceOutputs"
 ATTEMPTS, PAUSE_SECONDS = 20, 0.25

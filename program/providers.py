@@ -10,9 +10,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.pod_identity import check_agent_addon
-from program.kubernetes import kubernetes_provider
-from settings.stack import StackSettings
+from kiam_eks.components.pod_identity import check_agent_addon
+from kiam_eks.program.kubernetes import kubernetes_provider
+from kiam_eks.settings.stack import StackSettings
 
 
 @dataclass(frozen=True)

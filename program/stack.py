@@ -9,15 +9,15 @@ from typing import Any
 
 import pulumi
 
-from components.cloud import ApplicationAccess, CloudSide
-from components.kiam import Kiam, KiamArgs
-from contracts import names
-from program.last_update import read_last_update
-from settings import installed
-from settings.applications import ApplicationSettings
-from settings.loader import stack_file_for
-from settings.stack import StackSettings
-from settings.transitions import Transition, judge
+from kiam_eks.components.cloud import ApplicationAccess, CloudSide
+from kiam_eks.components.kiam import Kiam, KiamArgs
+from kiam_eks.contracts import names
+from kiam_eks.program.last_update import read_last_update
+from kiam_eks.settings import installed
+from kiam_eks.settings.applications import ApplicationSettings
+from kiam_eks.settings.loader import stack_file_for
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import Transition, judge
 
 
 def judge_change(settings: StackSettings) -> Transition:

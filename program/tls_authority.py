@@ -5,8 +5,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_tls as tls
 
-from components.cloud import CertificateRequest, KeyPair
-from settings.tls import TlsSettings
+from kiam_eks.components.cloud import CertificateRequest, KeyPair
+from kiam_eks.settings.tls import TlsSettings
 
 
 class PulumiTlsAuthority:

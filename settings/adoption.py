@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 
-from contracts import kiam, labels, names
-from settings.base import UNDECRYPTED_SECRET, DnsLabel, LabelKey, LabelValue, Model
+from kiam_eks.contracts import kiam, labels, names
+from kiam_eks.settings.base import UNDECRYPTED_SECRET, DnsLabel, LabelKey, LabelValue, Model
 
 Phase = Literal["servers", "takeover", "complete"]
 

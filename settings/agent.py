@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from contracts import go_regexp
-from settings.base import (
+from kiam_eks.contracts import go_regexp
+from kiam_eks.settings.base import (
     Duration,
     ExtraArg,
     Image,
@@ -18,8 +18,8 @@ from settings.base import (
     duration_seconds,
     matching,
 )
-from settings.server import KIAM_IMAGE
-from settings.workload import PriorityClassName, ResourceSettings, reject_flags
+from kiam_eks.settings.server import KIAM_IMAGE
+from kiam_eks.settings.workload import PriorityClassName, ResourceSettings, reject_flags
 
 AGENT_MANAGED_FLAGS = frozenset(
     {

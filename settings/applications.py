@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
-from settings.base import DnsLabel, Model, matching
-from settings.iam import IamSettings, RolePath
-from settings.policy_document import (
+from kiam_eks.settings.base import DnsLabel, Model, matching
+from kiam_eks.settings.iam import IamSettings, RolePath
+from kiam_eks.settings.policy_document import (
     ROLE_INLINE_POLICY_CHARACTERS,
     check_policy_document,
     policy_characters,

@@ -110,7 +110,7 @@ def _check_image(value: str) -> str:
     if tag == "latest":
         raise ValueError(f"image {value!r} uses :latest: pin a version such as :v4.2 or a digest")
     # Without a digest the tag, cut to 63 characters, is the pods' app.kubernetes.io/version label
-    # (components/labels.py), which must start and end with a letter or digit.
+    # (contracts/labels.py), which must start and end with a letter or digit.
     if not re.fullmatch(LABEL_NAME, tag[:63]):
         raise ValueError(
             f"image {value!r} has a tag that cannot be the app.kubernetes.io/version label: it "

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
-from contracts import names
-from settings.base import DnsName, Model, matching
+from kiam_eks.contracts import names
+from kiam_eks.settings.base import DnsName, Model, matching
 
 # The AWS partitions, the regions each holds and its DNS suffix, as botocore's partitions.json
 # describes them (`regionRegex`, `dnsSuffix`), most specific first: `us-gov-west-1` would also

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
-from contracts import names
-from settings.base import Model, matching
+from kiam_eks.contracts import names
+from kiam_eks.settings.base import Model, matching
 
 # IAM allows any printable ASCII in a path (CreateRole's pathType); these are the characters of
 # names, so that a path never carries `*` or `?` into the ARN patterns the server may assume.

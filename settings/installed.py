@@ -27,12 +27,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from contracts import names
-from contracts.iam import role_arn
-from contracts.tokens import NAMESPACE, STACK
-from settings.agent import TolerationSettings
-from settings.applications import ServedBy
-from settings.stack import StackSettings
+from kiam_eks.contracts import names
+from kiam_eks.contracts.iam import role_arn
+from kiam_eks.contracts.tokens import NAMESPACE, STACK
+from kiam_eks.settings.agent import TolerationSettings
+from kiam_eks.settings.applications import ServedBy
+from kiam_eks.settings.stack import StackSettings
 
 OUTPUT = "installed"
 """The stack output holding these facts."""

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from settings.base import UNDECRYPTED_SECRET, model_class
-from settings.stack import StackSettings
+from kiam_eks.settings.base import UNDECRYPTED_SECRET, model_class
+from kiam_eks.settings.stack import StackSettings
 
 NAMESPACE = "kiam"
 STACK_CONFIG_DIR = "stacks"

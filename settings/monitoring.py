@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from settings.base import Duration, LabelKey, LabelValue, Model, duration_seconds
+from kiam_eks.settings.base import Duration, LabelKey, LabelValue, Model, duration_seconds
 
 # Every alert rule that rates a counter looks back this far (specs/alert_rules.py renders it).
 RATE_WINDOW_SECONDS = 5 * 60
@@ -15,7 +15,7 @@ SCRAPES_PER_RATE_WINDOW = 4
 # exceeds its scrape interval ("scrape timeout greater than scrape interval").
 SCRAPE_TIMEOUT_SECONDS = 10
 LONGEST_SCRAPE_INTERVAL_SECONDS = RATE_WINDOW_SECONDS // SCRAPES_PER_RATE_WINDOW
-# The label prefix of the labels the program puts on every object (components/labels.py).
+# The label prefix of the labels the program puts on every object (contracts/labels.py).
 PROGRAM_LABEL_PREFIX = "app.kubernetes.io/"
 
 

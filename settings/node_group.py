@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from contracts.eks_node_group import NodeChange, path_taken
-from settings.base import LABEL_NAME, LabelKey, Model, matching
+from kiam_eks.contracts.eks_node_group import NodeChange, path_taken
+from kiam_eks.settings.base import LABEL_NAME, LabelKey, Model, matching
 
 # EC2 resource ids carry 8 hex digits (older ids) or 17 (EC2 User Guide, "Resource IDs").
 SubnetId = Annotated[

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from settings.base import Model, matching
+from kiam_eks.settings.base import Model, matching
 
 # DescribeAddonVersions' addonVersion, e.g. v1.3.4-eksbuild.1.
 AddonVersion = Annotated[

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from settings.base import (
+from kiam_eks.settings.base import (
     Dns1035Label,
     Duration,
     ExtraArg,
@@ -13,7 +13,7 @@ from settings.base import (
     Model,
     duration_seconds,
 )
-from settings.workload import PriorityClassName, ResourceSettings, reject_flags
+from kiam_eks.settings.workload import PriorityClassName, ResourceSettings, reject_flags
 
 KIAM_IMAGE = "quay.io/uswitch/kiam:v4.2"
 

@@ -6,19 +6,19 @@ import re
 
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
-from contracts import kiam
-from contracts.iam import role_arn
-from settings.adoption import Adoption, AdoptionSettings
-from settings.agent import AgentSettings
-from settings.applications import ApplicationSettings
-from settings.base import DnsLabel, Model
-from settings.cluster import ClusterSettings
-from settings.iam import IamSettings
-from settings.monitoring import MonitoringSettings
-from settings.node_group import NodeGroupSettings
-from settings.pod_identity import PodIdentityAgentSettings
-from settings.server import ServerSettings
-from settings.tls import TlsSettings
+from kiam_eks.contracts import kiam
+from kiam_eks.contracts.iam import role_arn
+from kiam_eks.settings.adoption import Adoption, AdoptionSettings
+from kiam_eks.settings.agent import AgentSettings
+from kiam_eks.settings.applications import ApplicationSettings
+from kiam_eks.settings.base import DnsLabel, Model
+from kiam_eks.settings.cluster import ClusterSettings
+from kiam_eks.settings.iam import IamSettings
+from kiam_eks.settings.monitoring import MonitoringSettings
+from kiam_eks.settings.node_group import NodeGroupSettings
+from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
+from kiam_eks.settings.server import ServerSettings
+from kiam_eks.settings.tls import TlsSettings
 
 # Namespaces every cluster has (Kubernetes docs, "Namespaces: Initial namespaces"): creating one
 # fails with AlreadyExists.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from settings.base import Model
+from kiam_eks.settings.base import Model
 
 # The TLS provider computes a certificate's end as now + hours in Go's time.Duration, which holds
 # about 292 years: more hours overflow into a certificate that expired before it was issued

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from contracts import names
-from contracts.tokens import DAEMON_SET_PATCH
-from settings.agent import TolerationSettings
-from settings.applications import ServedBy
-from settings.installed import (
+from kiam_eks.contracts import names
+from kiam_eks.contracts.tokens import DAEMON_SET_PATCH
+from kiam_eks.settings.agent import TolerationSettings
+from kiam_eks.settings.applications import ServedBy
+from kiam_eks.settings.installed import (
     Installed,
     InstalledAdoption,
     InstalledAgents,
@@ -37,8 +37,8 @@ from settings.installed import (
     installed_by,
     namespace_owner,
 )
-from settings.loader import SettingsError
-from settings.stack import StackSettings
+from kiam_eks.settings.loader import SettingsError
+from kiam_eks.settings.stack import StackSettings
 
 NamespaceMode = Literal["create", "release", "use"]
 

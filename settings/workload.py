@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
-from settings.base import CpuQuantity, DnsSubdomain, MemoryQuantity, Model
+from kiam_eks.settings.base import CpuQuantity, DnsSubdomain, MemoryQuantity, Model
 
 # Priority class names starting `system-` are reserved: only these two exist, and no other can be
 # created (Kubernetes, pkg/apis/scheduling: SystemPriorityClassPrefix), so a pod naming another is

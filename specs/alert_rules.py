@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from contracts import names
-from settings.monitoring import RATE_WINDOW_SECONDS
-from settings.stack import StackSettings
+from kiam_eks.contracts import names
+from kiam_eks.settings.monitoring import RATE_WINDOW_SECONDS
+from kiam_eks.settings.stack import StackSettings
 
 # EKS marks Fargate "nodes" with this taint: DaemonSets never run there, and Fargate pods have no
 # instance metadata endpoint to intercept.

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from typing import Any
 
 # Both stay importable from here for the settings check and the stand-ins that reach for them.
-from contracts.iam import pod_role_annotation as pod_role_annotation
-from contracts.iam import role_arn as role_arn
-from settings.applications import ApplicationSettings
-from settings.iam import IamSettings
+from kiam_eks.contracts.iam import pod_role_annotation as pod_role_annotation
+from kiam_eks.contracts.iam import role_arn as role_arn
+from kiam_eks.settings.applications import ApplicationSettings
+from kiam_eks.settings.iam import IamSettings
 
 PolicyDocument = dict[str, Any]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from contracts import names
-from settings.agent import AgentSettings
-from settings.server import ServerSettings
+from kiam_eks.contracts import names
+from kiam_eks.settings.agent import AgentSettings
+from kiam_eks.settings.server import ServerSettings
 
 
 def server_flags(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contracts.labels import PATCH_FORCE_ANNOTATION
-from settings.adoption import ObjectTakeover
+from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
+from kiam_eks.settings.adoption import ObjectTakeover
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from invariants.expected import Expected
-from settings.loader import example_stacks, settings_from_values
+from kiam_eks.invariants.expected import Expected
+from kiam_eks.settings.loader import example_stacks, settings_from_values
 from tools.mock_engine import PROJECT_DIR, MockEngine, Recording, run_main
 
 STACKS_DIR = PROJECT_DIR / "stacks"

@@ -15,7 +15,7 @@ import dataclasses
 import json
 from typing import Any
 
-from invariants import Resource
+from kiam_eks.invariants import Resource
 from tests.conftest import base_config
 
 ROLE = "aws:iam/role:Role"

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from invariants import check_all
-from invariants.recorded import resources_from_recording
-from settings import SettingsError, settings_from_stack_file
-from settings.adoption import Adoption, ObjectTakeover, Phase
-from settings.base import UNDECRYPTED_SECRET
-from settings.loader import read_stack_file, settings_from_values
-from settings.stack import StackSettings
+from kiam_eks.invariants import check_all
+from kiam_eks.invariants.recorded import resources_from_recording
+from kiam_eks.settings import SettingsError, settings_from_stack_file
+from kiam_eks.settings.adoption import Adoption, ObjectTakeover, Phase
+from kiam_eks.settings.base import UNDECRYPTED_SECRET
+from kiam_eks.settings.loader import read_stack_file, settings_from_values
+from kiam_eks.settings.stack import StackSettings
 from tests.conftest import base_config, expected_of, pod_spec, run_program
 from tools.mock_engine import PROJECT_DIR, Recording
 
@@ -166,7 +166,7 @@ def test_a_provider_sdk_without_the_upsert_switch_is_given_none(
 ) -> None:
     """pulumi-kubernetes before 4.29 (the real-engine suite's 4.25) has no switch: every create
     upserts there. Passing it anyway failed the e2e program with a TypeError."""
-    import program.kubernetes as kubernetes
+    import kiam_eks.program.kubernetes as kubernetes
 
     values = {k.removeprefix("kiam:"): v for k, v in adoption_config("takeover").items()}
     settings = settings_from_values(values, "test")
@@ -176,13 +176,13 @@ def test_a_provider_sdk_without_the_upsert_switch_is_given_none(
 
 
 def test_the_required_sdk_has_the_upsert_switch() -> None:
-    """requirements.txt must not admit an SDK that silently upserts every create."""
+    """The package's dependencies must not admit an SDK that silently upserts every create."""
     import re
 
-    requirements = (PROJECT_DIR / "requirements.txt").read_text()
-    bound = re.search(r"^pulumi-kubernetes>=(\d+)\.(\d+)", requirements, re.MULTILINE)
+    requirements = (PROJECT_DIR / "pyproject.toml").read_text()
+    bound = re.search(r'^    "pulumi-kubernetes>=(\d+)\.(\d+)', requirements, re.MULTILINE)
     assert bound is not None and (int(bound[1]), int(bound[2])) >= (4, 29)
-    import program.kubernetes as kubernetes
+    import kiam_eks.program.kubernetes as kubernetes
 
     assert kubernetes.SDK_HAS_UPSERT_SWITCH
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kiam_eks.contracts import tokens
 from tests.conftest import base_config, only_container, pod_spec, run_program, types_and_names
 from tools.mock_engine import Recording
 
@@ -9,8 +10,8 @@ DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 
 
 def test_children_and_parentage(base_run: Recording) -> None:
-    component = base_run.one("kiam:index:Agent")
-    assert component.parent == base_run.one("kiam:index:Kiam").urn
+    component = base_run.one(tokens.AGENT)
+    assert component.parent == base_run.one(tokens.KIAM).urn
     assert types_and_names(base_run.children_of(component.urn)) == {
         ("kubernetes:core/v1:ServiceAccount", "kiam-agent"),
         (DAEMON_SET, "kiam-agent"),

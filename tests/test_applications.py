@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from components.namespace_permissions import permitted_regexp
-from settings import SettingsError
-from settings.loader import settings_from_values
+from kiam_eks.components.namespace_permissions import permitted_regexp
+from kiam_eks.contracts import tokens
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import settings_from_values
 from tests.conftest import base_config, expected_of, run_program
 from tools.mock_engine import Recording
 
@@ -53,8 +54,8 @@ def apps_run() -> Recording:
 
 
 def test_children_and_parentage(apps_run: Recording) -> None:
-    component = apps_run.one("kiam:index:ApplicationRole", "kiam-app-billing")
-    assert component.parent == apps_run.one("kiam:index:Kiam").urn
+    component = apps_run.one(tokens.APPLICATION_ROLE, "kiam-app-billing")
+    assert component.parent == apps_run.one(tokens.KIAM).urn
     assert {(r.type, r.name) for r in apps_run.children_of(component.urn)} == {
         (ROLE, "kiam-app-billing"),
         (
@@ -63,7 +64,7 @@ def test_children_and_parentage(apps_run: Recording) -> None:
         ),
         ("aws:iam/rolePolicy:RolePolicy", "kiam-app-billing-queue"),
     }
-    permissions = apps_run.one("kiam:index:NamespacePermissions")
+    permissions = apps_run.one(tokens.NAMESPACE_PERMISSIONS)
     assert {(r.type, r.name) for r in apps_run.children_of(permissions.urn)} == {
         ("kubernetes:core/v1:NamespacePatch", "kiam-permissions-billing"),
         ("kubernetes:core/v1:NamespacePatch", "kiam-permissions-search"),
@@ -191,8 +192,8 @@ def test_outputs_per_application(apps_run: Recording) -> None:
 def test_the_checks_follow_the_exported_pod_annotation(apps_run: Recording) -> None:
     """The application-reachable check reads the pod annotation where pod authors read it: the
     stack output, handed to the checks as the root stack's outputs."""
-    from invariants.recorded import resources_from_recording
-    from invariants.view import KiamView
+    from kiam_eks.invariants.recorded import resources_from_recording
+    from kiam_eks.invariants.view import KiamView
 
     view = KiamView(resources_from_recording(apps_run), expected_of(APPS_CONFIG))
     assert view.stack_outputs == apps_run.stack_outputs
@@ -264,8 +265,8 @@ def test_pods_annotate_the_path_below_the_base(prefixed_run: Recording) -> None:
 
 
 def test_every_application_with_a_path_and_a_prefix_is_reachable(prefixed_run: Recording) -> None:
-    from invariants import check_all
-    from invariants.recorded import resources_from_recording
+    from kiam_eks.invariants import check_all
+    from kiam_eks.invariants.recorded import resources_from_recording
 
     assert check_all(resources_from_recording(prefixed_run), expected_of(PREFIXED_CONFIG)) == []
 
@@ -285,16 +286,16 @@ def test_every_application_with_a_path_and_a_prefix_is_reachable(prefixed_run: R
     ],
 )
 def test_pod_role_annotation(arn: str, base: str, annotation: str) -> None:
-    from contracts.kiam import resolve
-    from specs.iam_policies import pod_role_annotation
+    from kiam_eks.contracts.kiam import resolve
+    from kiam_eks.specs.iam_policies import pod_role_annotation
 
     assert pod_role_annotation(arn, base) == annotation
     assert resolve(annotation, base) == arn
 
 
 def test_every_guarantee_still_holds(apps_run: Recording) -> None:
-    from invariants import check_all
-    from invariants.recorded import resources_from_recording
+    from kiam_eks.invariants import check_all
+    from kiam_eks.invariants.recorded import resources_from_recording
 
     assert check_all(resources_from_recording(apps_run), expected_of(APPS_CONFIG)) == []
 
@@ -342,8 +343,8 @@ def test_role_names_are_unique() -> None:
 def test_an_application_role_trusting_more_is_a_violation(apps_run: Recording) -> None:
     import dataclasses
 
-    from invariants import Violation, check_all
-    from invariants.recorded import resources_from_recording
+    from kiam_eks.invariants import Violation, check_all
+    from kiam_eks.invariants.recorded import resources_from_recording
 
     resources = resources_from_recording(apps_run)
     worker = next(r for r in resources if r.name == "kiam-app-worker" and r.type == ROLE)
@@ -389,7 +390,7 @@ def test_the_offline_plan_shows_what_pods_annotate_and_judges_it(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from specs import iam_policies
+    from kiam_eks.specs import iam_policies
     from tools.plan import main
 
     apps = {k: v for k, v in PREFIXED_APPS.items() if "servedBy" not in v}

@@ -9,8 +9,8 @@ import pulumi
 import pytest
 import yaml
 
-from settings import SettingsError
-from settings.loader import read_stack_file
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import read_stack_file
 from tools import mock_engine
 from tools.plan import main
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from contracts import tokens
+from kiam_eks.contracts import tokens
 from tests.fleet_fakes import (
     SERVER_NODES_URN,
     FakeEngine,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contracts.labels import NODE_GROUP_LABEL
-from settings import settings_from_stack_file
+from kiam_eks.contracts.labels import NODE_GROUP_LABEL
+from kiam_eks.settings import settings_from_stack_file
 from tools.fleet.gate import ClusterView, Expectation, agent_nodes, judge, run_gate
 from tools.mock_engine import PROJECT_DIR
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from settings import settings_from_stack_file
+from kiam_eks.settings import settings_from_stack_file
 from tests.fleet_fakes import FakeEngine, project
 from tools.fleet.fleet_file import load_fleet_file
 from tools.fleet.kubeconfig import kubeconfig_for, with_exec_resolved

@@ -35,8 +35,8 @@ from typing import Any
 
 import pytest
 
-from invariants import Resource
-from invariants.recorded import resources_from_recording
+from kiam_eks.invariants import Resource
+from kiam_eks.invariants.recorded import resources_from_recording
 from tests import test_invariants
 from tests.conftest import run_program
 from tools.mock_engine import PROJECT_DIR, Recording
@@ -592,7 +592,7 @@ def test_every_expected_message_is_an_enumerated_template(
 
 # The enumeration itself, on the ways of building a message it follows.
 SAMPLE = """
-from invariants.model import Violation
+from kiam_eks.invariants.model import Violation
 
 CHECK_ID = "sample"
 

@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from components.cloud import CertificateRequest
 from e2e.standins.certificates import make_ca, make_leaf
 from e2e.standins.cloud import KwokCloud
-from invariants import UNKNOWN, Resource, Violation, check_all
-from invariants.expected import Expected
-from invariants.recorded import resources_from_recording
-from invariants.x509 import dns_names
-from program.kubernetes import kubernetes_provider
-from program.stack import build, export_outputs
-from settings.loader import settings_from_values
-from settings.stack import StackSettings
+from kiam_eks.components.cloud import CertificateRequest
+from kiam_eks.invariants import UNKNOWN, Resource, Violation, check_all
+from kiam_eks.invariants.expected import Expected
+from kiam_eks.invariants.recorded import resources_from_recording
+from kiam_eks.invariants.x509 import dns_names
+from kiam_eks.program.kubernetes import kubernetes_provider
+from kiam_eks.program.stack import build, export_outputs
+from kiam_eks.settings.loader import settings_from_values
+from kiam_eks.settings.stack import StackSettings
 from tests.conftest import EXAMPLE_STACKS, example_config
 from tools.mock_engine import MockEngine
 

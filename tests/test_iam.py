@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from components.iam import IamArgs, KiamIam
-from settings.cluster import ClusterSettings
-from settings.iam import IamSettings
+from kiam_eks.components.iam import Iam, IamArgs
+from kiam_eks.contracts import tokens
+from kiam_eks.settings.cluster import ClusterSettings
+from kiam_eks.settings.iam import IamSettings
 from tests.conftest import run_component, types_and_names
 from tools.mock_engine import Recording
 
@@ -22,7 +23,7 @@ ROLE, POLICY, ATTACHMENT = (
 )
 
 
-BUILT: list[KiamIam] = []
+BUILT: list[Iam] = []
 
 
 def build(
@@ -33,7 +34,7 @@ def build(
     BUILT.clear()
     return run_component(
         lambda: BUILT.append(
-            KiamIam(
+            Iam(
                 "iam",
                 IamArgs(
                     cluster=cluster,
@@ -48,7 +49,7 @@ def build(
 def test_creates_exactly_the_chain() -> None:
     rec = build()
     assert types_and_names(rec.registrations) == {
-        ("kiam:index:Iam", "iam"),
+        (tokens.IAM, "iam"),
         (ROLE, "iam-server-node"),
         (ROLE, "iam-server"),
         (ATTACHMENT, "iam-server-node-AmazonEKSWorkerNodePolicy"),
@@ -57,7 +58,7 @@ def test_creates_exactly_the_chain() -> None:
         (POLICY, "iam-server-node-assume-server"),
         (POLICY, "iam-server-assume-applications"),
     }
-    component = rec.one("kiam:index:Iam")
+    component = rec.one(tokens.IAM)
     assert {r.parent for r in rec.registrations if r.custom} == {component.urn}
 
 
@@ -216,8 +217,8 @@ def test_partition_follows_the_region() -> None:
 
 def test_two_instances_do_not_collide() -> None:
     def both() -> None:
-        KiamIam("a", IamArgs(cluster=CLUSTER, iam=IamSettings()))
-        KiamIam("b", IamArgs(cluster=CLUSTER, iam=IamSettings()))
+        Iam("a", IamArgs(cluster=CLUSTER, iam=IamSettings()))
+        Iam("b", IamArgs(cluster=CLUSTER, iam=IamSettings()))
 
     rec = run_component(both)
     urns = [r.urn for r in rec.registrations]
@@ -230,7 +231,7 @@ def test_kiam_role_names_start_with_the_prefix_the_pattern_rule_assumes(
 ) -> None:
     """AWS names a role given no `name` after its Pulumi name (plus a suffix); settings/iam.py
     keeps the application-role pattern off every name starting with the prefix."""
-    from contracts import names
+    from kiam_eks.contracts import names
 
     own = [r.name for r in base_run.by_type(ROLE) if "name" not in r.inputs]
     assert own == ["kiam-iam-server-node", "kiam-iam-server"]

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from invariants import UNKNOWN, Resource, Violation, check_all
-from invariants.recorded import resources_from_recording
+from kiam_eks.invariants import UNKNOWN, Resource, Violation, check_all
+from kiam_eks.invariants.recorded import resources_from_recording
 from tests.conftest import EXAMPLE_STACKS, base_config, example_config, expected_of, run_program
 from tools.mock_engine import Recording, run_main
 
@@ -841,7 +841,7 @@ def test_every_check_is_exercised_by_a_breakage(
     app_resources: list[Resource],
     change_baselines: dict[str, list[Resource]],
 ) -> None:
-    from invariants import CHECKS
+    from kiam_eks.invariants import CHECKS
 
     exercised = {v[0] for _, _, expected in CASES for v in expected(resources)}
     exercised |= {v[0] for _, _, expected in APP_CASES for v in expected(app_resources)}
@@ -1259,7 +1259,7 @@ def test_applications_are_not_judged_on_unknown_values(app_resources: list[Resou
     ],
 )
 def test_iam_glob_matching(pattern: str, value: str, matches: bool) -> None:
-    from invariants.iam_documents import glob_matches
+    from kiam_eks.invariants.iam_documents import glob_matches
 
     assert glob_matches(pattern, value) is matches
 
@@ -1305,7 +1305,7 @@ ARN = "arn:aws:iam::1:role/apps/x"
     ],
 )
 def test_allows_only_what_certainly_applies(statements: list[Any], allowed: bool) -> None:
-    from invariants.iam_documents import allows
+    from kiam_eks.invariants.iam_documents import allows
 
     assert allows(statements, "sts:AssumeRole", ARN) is allowed
 
@@ -1324,7 +1324,7 @@ def test_allows_only_what_certainly_applies(statements: list[Any], allowed: bool
 def test_granted_role_is_what_kiam_would_assume_for_a_live_pod(
     annotation: str, permitted: str, args: list[str], granted: str | None
 ) -> None:
-    from invariants.kiam_rules import granted_role
+    from kiam_eks.invariants.kiam_rules import granted_role
 
     assert granted_role(annotation, permitted, ["server", *args]) == granted
 
@@ -1333,7 +1333,7 @@ def test_the_node_group_is_whatever_the_cloud_side_created_under_the_server_node
     """No guarantee knows a stand-in: the group is what sits under `kiam-server-nodes`, of any
     type, and the taint the servers must tolerate is the one the settings ask for, not one read
     from Nodes (whose dry runs carry Kubernetes' own `node.kubernetes.io/not-ready`)."""
-    from invariants.view import KiamView
+    from kiam_eks.invariants.view import KiamView
 
     parent = "urn:pulumi:e2e::kiam::kiam:index:Kiam$kiam:e2e:KwokNodeGroup::kiam-server-nodes"
     node = Resource(
@@ -1357,7 +1357,7 @@ def test_the_node_group_is_whatever_the_cloud_side_created_under_the_server_node
 def test_the_guarantees_are_numbered_as_checks_runs_them() -> None:
     """The numbers the docstrings (and so the pack's descriptions), the README and docs cite:
     `presence` first and unnumbered, then 1 to 16 in the order `CHECKS` runs them."""
-    from invariants import CHECKS
+    from kiam_eks.invariants import CHECKS
 
     ids = list(CHECKS)
     assert ids[0] == "presence"
@@ -2025,8 +2025,8 @@ def test_the_agents_retirement_patch_is_no_kiam_object(app_resources: list[Resou
 
 def test_an_association_is_found_by_what_it_records() -> None:
     """The EKS resource by its type, or the same four fields as a stand-in's data."""
-    from invariants.pod_identity import associations
-    from invariants.view import KiamView
+    from kiam_eks.invariants.pod_identity import associations
+    from kiam_eks.invariants.view import KiamView
 
     fields = {"clusterName": "c", "namespace": "n", "serviceAccount": "s", "roleArn": "arn:r"}
     eks = Resource(urn="urn:a", type=g.ASSOCIATION, name="a", inputs=fields)
@@ -2057,7 +2057,7 @@ def test_unknown_association_fields_are_not_judged(app_resources: list[Resource]
 
 def test_the_pod_identity_facts_as_aws_states_them() -> None:
     """EKS user guide, pod-id-role and pod-id-abac; pulumi-aws's type token."""
-    from invariants import pod_identity as p
+    from kiam_eks.invariants import pod_identity as p
 
     assert p.POD_IDENTITY_ASSOCIATION == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
     assert p.ASSOCIATION_FIELDS == ("clusterName", "namespace", "serviceAccount", "roleArn")
@@ -2071,11 +2071,11 @@ def test_the_pod_identity_facts_as_aws_states_them() -> None:
 
 # 16, the change from the last update: each case renders a stack, and judges it against facts of
 # a last update it would strand something of (the same as rendering a stack that strands them).
-from invariants.expected import Expected  # noqa: E402
-from settings.agent import TolerationSettings  # noqa: E402
-from settings.applications import ServedBy  # noqa: E402
-from settings.installed import Installed, installed_by  # noqa: E402
-from settings.loader import settings_from_values as _values  # noqa: E402
+from kiam_eks.invariants.expected import Expected  # noqa: E402
+from kiam_eks.settings.agent import TolerationSettings  # noqa: E402
+from kiam_eks.settings.applications import ServedBy  # noqa: E402
+from kiam_eks.settings.installed import Installed, installed_by  # noqa: E402
+from kiam_eks.settings.loader import settings_from_values as _values  # noqa: E402
 
 CHANGE = "change"
 RETIRED_CONFIG = {**base_config(), "kiam:retire": True}

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from settings.loader import settings_from_values
-from settings.stack import StackSettings
+from kiam_eks.settings.loader import settings_from_values
+from kiam_eks.settings.stack import StackSettings
 from tests.conftest import base_config
 from tools import kiam_usage
 from tools.credential_sources import Needs, Source, source_of, usage
@@ -616,7 +616,7 @@ def test_a_secret_kubeconfig_comes_from_the_pulumi_cli(tmp_path: Path) -> None:
 
 
 def _settings_of_file(tmp_path: Path, config: dict[str, Any]) -> tuple[StackSettings, Path]:
-    from settings.loader import settings_from_stack_file
+    from kiam_eks.settings.loader import settings_from_stack_file
 
     path = tmp_path / "Pulumi.prod.yaml"
     path.write_text(yaml.safe_dump({"config": config}))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tools.mock_engine import PROJECT_DIR
+from tools.package_layout import PACKAGE, package_dirs
 
 
 def import_linter() -> dict[str, Any]:
@@ -24,41 +25,48 @@ def contract(contract_id: str) -> dict[str, Any]:
     return next(c for c in import_linter()["contracts"] if c["id"] == contract_id)
 
 
-# Every package but the tests, which may import anything.
-PACKAGES = sorted(
-    p.parent.name for p in PROJECT_DIR.glob("*/__init__.py") if p.parent.name != "tests"
+# The package's subpackages (pyproject.toml's package-dir) and the packages outside it, but the
+# tests, which may import anything.
+SUBPACKAGES = sorted(name for name in package_dirs() if name != PACKAGE)
+OUTSIDE = sorted(
+    p.parent.name
+    for p in PROJECT_DIR.glob("*/__init__.py")
+    if p.parent.name != "tests" and f"{PACKAGE}.{p.parent.name}" not in SUBPACKAGES
 )
+PACKAGES = sorted([*SUBPACKAGES, *OUTSIDE])
 
 
 def test_the_packages_of_the_project() -> None:
-    assert PACKAGES == [
-        "components", "contracts", "e2e", "invariants", "policy", "program", "settings", "specs",
-        "tools",
+    assert SUBPACKAGES == [
+        "kiam_eks.components", "kiam_eks.contracts", "kiam_eks.invariants", "kiam_eks.program",
+        "kiam_eks.settings", "kiam_eks.specs",
     ]  # fmt: skip
+    assert OUTSIDE == ["e2e", "policy", "tools"]
 
 
 def test_every_package_has_a_layer_and_is_checked_for_cycles() -> None:
     """A new package outside the contracts would escape every rule: name it in a layer."""
-    assert sorted(import_linter()["root_packages"]) == PACKAGES
+    assert sorted(import_linter()["root_packages"]) == sorted([PACKAGE, *OUTSIDE])
     layers = contract("layers")["layers"]
     assert layers == [
         "e2e",
         "tools",
-        "program | policy",
-        "components | invariants",
-        "specs",
-        "settings",
-        "contracts",
+        "kiam_eks.program | policy",
+        "kiam_eks.components | kiam_eks.invariants",
+        "kiam_eks.specs",
+        "kiam_eks.settings",
+        "kiam_eks.contracts",
     ]
     assert sorted(name.strip() for layer in layers for name in layer.split("|")) == PACKAGES
-    assert sorted(contract("acyclic")["ancestors"]) == PACKAGES
+    assert sorted(contract("acyclic")["ancestors"]) == sorted([PACKAGE, *PACKAGES])
 
 
 def test_the_guarantees_reach_no_component_tool_or_cloud_sdk() -> None:
     guarantees = contract("guarantees")
-    assert guarantees["source_modules"] == ["invariants", "policy"]
+    assert guarantees["source_modules"] == ["kiam_eks.invariants", "policy"]
     assert set(guarantees["forbidden_modules"]) == {
-        "specs", "components", "program", "tools", "e2e", "pulumi_aws", "pulumi_kubernetes", "pulumi_tls",
+        "kiam_eks.specs", "kiam_eks.components", "kiam_eks.program", "tools", "e2e", "pulumi_aws",
+        "pulumi_kubernetes", "pulumi_tls",
     }  # fmt: skip
 
 
@@ -70,4 +78,8 @@ def test_main_imports_the_program_settings_and_components_only() -> None:
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    assert {m.split(".")[0] for m in modules} - {"pulumi"} == {"components", "program", "settings"}
+    assert {".".join(m.split(".")[:2]) for m in modules} - {"pulumi"} == {
+        "kiam_eks.components",
+        "kiam_eks.program",
+        "kiam_eks.settings",
+    }

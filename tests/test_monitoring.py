@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from contracts import labels
-from settings.agent import READINESS_PROBE_TIMEOUT_SECONDS
-from settings.loader import settings_from_values
-from specs.alert_rules import alert_groups, alert_names, context_of, rules_file
+from kiam_eks.contracts import labels, tokens
+from kiam_eks.settings.agent import READINESS_PROBE_TIMEOUT_SECONDS
+from kiam_eks.settings.loader import settings_from_values
+from kiam_eks.specs.alert_rules import alert_groups, alert_names, context_of, rules_file
 from tests.conftest import base_config, pod_spec, run_program, types_and_names
 from tools import alert_rules
 from tools.mock_engine import PROJECT_DIR, Recording
@@ -23,7 +23,7 @@ from tools.validate import Finding, custom_resource_findings, kubernetes_finding
 SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 SERVICE = "kubernetes:core/v1:Service"
-MONITORING = "kiam:index:Monitoring"
+MONITORING = tokens.MONITORING
 RUNBOOK = PROJECT_DIR / "docs" / "alerts.md"
 PROMTOOL_TESTS = PROJECT_DIR / "tests" / "monitoring" / "kiam.rules.test.yaml"
 OPERATOR = {"enabled": True, "labels": {"release": "prometheus"}}
@@ -64,7 +64,7 @@ def test_with_the_operator_exactly_these_objects_are_added(
         "kiam-monitoring-agent",
         "kiam-monitoring-alerts",
     }
-    assert operator_run.by_urn(component.parent).type == "kiam:index:Kiam"
+    assert operator_run.by_urn(component.parent).type == tokens.KIAM
 
 
 @pytest.mark.parametrize("role", ["server", "agent"])

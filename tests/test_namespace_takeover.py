@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.namespace_permissions import permitted_regexp, permitted_union
-from contracts.kiam import permits
-from invariants import check_all
-from invariants.recorded import resources_from_recording
-from settings import SettingsError
-from settings.loader import settings_from_values
+from kiam_eks.components.namespace_permissions import permitted_regexp, permitted_union
+from kiam_eks.contracts.kiam import permits
+from kiam_eks.invariants import check_all
+from kiam_eks.invariants.recorded import resources_from_recording
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import settings_from_values
 from tests.conftest import base_config, expected_of, run_program
 from tools.mock_engine import Recording
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from contracts.eks_node_group import REPLACE_ON_CHANGES, NodeChange, path_taken
-from settings.node_group import SETTING_ARGUMENT, NodeGroupSettings
+from kiam_eks.contracts.eks_node_group import REPLACE_ON_CHANGES, NodeChange, path_taken
+from kiam_eks.settings.node_group import SETTING_ARGUMENT, NodeGroupSettings
 from tests.conftest import base_config, run_program
 from tools.mock_engine import Recording
 

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from contracts import names
+from kiam_eks.contracts import names, tokens
 from tests.conftest import base_config, run_program, types_and_names
 from tools.mock_engine import Recording
 
@@ -16,8 +16,8 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
 
 def test_children_and_parentage(base_run: Recording) -> None:
-    component = base_run.one("kiam:index:ServerNodeGroup")
-    assert component.parent == base_run.one("kiam:index:Kiam").urn
+    component = base_run.one(tokens.SERVER_NODE_GROUP)
+    assert component.parent == base_run.one(tokens.KIAM).urn
     assert types_and_names(base_run.children_of(component.urn)) == {
         (LAUNCH_TEMPLATE, "kiam-server-nodes-launch-template"),
         (NODE_GROUP, "kiam-server-nodes"),
@@ -111,7 +111,7 @@ def test_the_mock_engine_replaces_the_group_on_what_the_program_registered(
 ) -> None:
     """A taint change gives the group a new name because the program registers it to be replaced
     on the taint; without that option the mock engine, as EKS, changes the group in place."""
-    from components import node_group
+    from kiam_eks.components import node_group
 
     taint = {"taint": {"value": "servers"}}
 

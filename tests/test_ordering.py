@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from contracts.tokens import (
+from kiam_eks.contracts.tokens import (
     CLUSTER_ROLE_BINDING,
     DAEMON_SET,
     DEPLOYMENT,

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from invariants import CHECKS, Resource, Violation, check_all
-from invariants.per_resource import RESOURCE_LEVEL, resource_violations
-from invariants.recorded import resources_from_recording
+from kiam_eks.invariants import CHECKS, Resource, Violation, check_all
+from kiam_eks.invariants.per_resource import RESOURCE_LEVEL, resource_violations
+from kiam_eks.invariants.recorded import resources_from_recording
 from tests.conftest import run_program
 from tests.test_invariants import APP_CASES, APP_CONFIG, APP_EXPECTED, BASE_EXPECTED, CASES
 from tools.mock_engine import Recording

@@ -23,9 +23,9 @@ from pulumi_policy import (
 from pulumi_policy.policy import PolicyCustomTimeouts
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from invariants import CHECKS, Resource
-from invariants.per_resource import RESOURCE_LEVEL
-from invariants.recorded import resources_from_recording
+from kiam_eks.invariants import CHECKS, Resource
+from kiam_eks.invariants.per_resource import RESOURCE_LEVEL
+from kiam_eks.invariants.recorded import resources_from_recording
 from policy.kiam_policy import POLICIES
 from tests import guarantee_views as g
 from tests.conftest import base_config, run_program

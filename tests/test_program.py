@@ -6,16 +6,17 @@ import json
 
 import pytest
 
+from kiam_eks.contracts import tokens
 from tests.conftest import EXAMPLE_STACKS, base_config, example_config, pod_spec, run_program
 from tools.mock_engine import Recording
 
 KIAM_CHILDREN = {
-    ("kiam:index:Iam", "kiam-iam"),
-    ("kiam:index:ServerNodeGroup", "kiam-server-nodes"),
+    (tokens.IAM, "kiam-iam"),
+    (tokens.SERVER_NODE_GROUP, "kiam-server-nodes"),
     ("kubernetes:core/v1:Namespace", "kiam-namespace"),
-    ("kiam:index:Tls", "kiam-tls"),
-    ("kiam:index:Server", "kiam-server"),
-    ("kiam:index:Agent", "kiam-agent"),
+    (tokens.TLS, "kiam-tls"),
+    (tokens.SERVER, "kiam-server"),
+    (tokens.AGENT, "kiam-agent"),
 }
 
 
@@ -23,7 +24,7 @@ KIAM_CHILDREN = {
 STACK_RESOURCES = {
     ("pulumi:providers:aws", "aws"),
     ("pulumi:providers:kubernetes", "kubernetes"),
-    ("kiam:index:Kiam", "kiam"),
+    (tokens.KIAM, "kiam"),
     *KIAM_CHILDREN,
     ("aws:iam/role:Role", "kiam-iam-server-node"),
     ("aws:iam/role:Role", "kiam-iam-server"),
@@ -68,14 +69,14 @@ STACK_RESOURCES = {
 EXAMPLE_APPLICATION_RESOURCES = {
     "dev": set(),
     "production": {
-        ("kiam:index:ApplicationRole", "kiam-app-orders"),
+        (tokens.APPLICATION_ROLE, "kiam-app-orders"),
         ("aws:iam/role:Role", "kiam-app-orders"),
         ("aws:iam/rolePolicy:RolePolicy", "kiam-app-orders-queue"),
-        ("kiam:index:NamespacePermissions", "kiam-permissions"),
+        (tokens.NAMESPACE_PERMISSIONS, "kiam-permissions"),
         ("kubernetes:core/v1:NamespacePatch", "kiam-permissions-orders"),
         # payments, moving to Pod Identity: its role and policy, its association, the agent
         # add-on the stack manages, and kiam's permission while kiam still serves it.
-        ("kiam:index:ApplicationRole", "kiam-app-payments"),
+        (tokens.APPLICATION_ROLE, "kiam-app-payments"),
         ("aws:iam/role:Role", "kiam-app-payments"),
         (
             "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
@@ -102,7 +103,7 @@ def test_every_example_stack_plans_cleanly(stack: str) -> None:
 
 
 def test_exact_top_level_shape(base_run: Recording) -> None:
-    kiam = base_run.one("kiam:index:Kiam")
+    kiam = base_run.one(tokens.KIAM)
     stack_children = {
         (r.type, r.name)
         for r in base_run.registrations
@@ -111,7 +112,7 @@ def test_exact_top_level_shape(base_run: Recording) -> None:
     assert stack_children == {
         ("pulumi:providers:aws", "aws"),
         ("pulumi:providers:kubernetes", "kubernetes"),
-        ("kiam:index:Kiam", "kiam"),
+        (tokens.KIAM, "kiam"),
     }
     assert {(r.type, r.name) for r in base_run.children_of(kiam.urn)} == KIAM_CHILDREN
 
@@ -245,15 +246,15 @@ def test_an_in_place_node_group_change_keeps_the_name() -> None:
 
 
 def test_two_kiam_components_do_not_collide() -> None:
-    from components.kiam import Kiam, KiamArgs
-    from settings.loader import settings_from_values
+    from kiam_eks.components.kiam import Kiam, KiamArgs
+    from kiam_eks.settings.loader import settings_from_values
     from tests.conftest import run_component
 
     values = {k.removeprefix("kiam:"): v for k, v in base_config().items()}
     settings = settings_from_values(values, "test")
 
     def both() -> None:
-        from program.aws_cloud import AwsCloud
+        from kiam_eks.program.aws_cloud import AwsCloud
 
         cloud = AwsCloud(settings, oidc_issuer=None)
         Kiam("blue", KiamArgs(settings=settings, cloud=cloud))

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from invariants import check_all
-from invariants.recorded import resources_from_recording
-from settings import SettingsError
-from settings.loader import settings_from_values
+from kiam_eks.invariants import check_all
+from kiam_eks.invariants.recorded import resources_from_recording
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import settings_from_values
 from tests.conftest import expected_of, run_program
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -132,7 +132,7 @@ def test_every_guarantee_holds_across_the_settings_space(config: dict[str, Any])
     """Every invariant holds, the parts the pack judges one resource at a time too, and every
     exported application is reachable seen from the outside. One program run per generated stack
     serves all three (the run is what takes the time)."""
-    from invariants.per_resource import RESOURCE_LEVEL, resource_violations
+    from kiam_eks.invariants.per_resource import RESOURCE_LEVEL, resource_violations
 
     recording = run_program(config)
     resources = resources_from_recording(recording)
@@ -144,9 +144,9 @@ def test_every_guarantee_holds_across_the_settings_space(config: dict[str, Any])
 def assert_exported_applications_are_reachable(config: dict[str, Any], recording: Any) -> None:
     """Guarantee 12 from the outside: what the stack exports (role ARN, pod annotation, base ARN)
     fits the server's permission and the namespace regexps the way IAM and kiam decide."""
-    from contracts.kiam import permits, resolve
-    from invariants.iam_documents import allows, statements
-    from invariants.kiam_rules import granted_role
+    from kiam_eks.contracts.kiam import permits, resolve
+    from kiam_eks.invariants.iam_documents import allows, statements
+    from kiam_eks.invariants.kiam_rules import granted_role
 
     outputs = recording.stack_outputs
     exported: dict[str, Any] = outputs["applications"]

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from syrupy.assertion import SnapshotAssertion
 
-from settings.cluster import ClusterSettings
-from settings.loader import settings_from_values
-from settings.stack import StackSettings
+from kiam_eks.settings.cluster import ClusterSettings
+from kiam_eks.settings.loader import settings_from_values
+from kiam_eks.settings.stack import StackSettings
 from tests.conftest import EXAMPLE_STACKS, example_config, run_program
 from tools.mock_engine import PROJECT_DIR
 from tools.plan_diff import diff_plans, read_plan_dir, report

@@ -14,12 +14,16 @@ from pathlib import Path
 import pytest
 
 from tools.mock_engine import PROJECT_DIR
+from tools.package_layout import PACKAGE, module_file
 
-# The project's own packages, as they are on disk (a new one needs no edit here).
-FIRST_PARTY = {p.parent.name for p in PROJECT_DIR.glob("*/__init__.py")}
+# The project's own packages, as they are on disk (a new one needs no edit here): the package and
+# the folders outside it (tools, e2e, policy, tests).
+FIRST_PARTY = {p.parent.name for p in PROJECT_DIR.glob("*/__init__.py")} | {PACKAGE}
 
 
 def _module_file(module: str) -> Path | None:
+    if module.split(".")[0] == PACKAGE:
+        return module_file(module)
     base = PROJECT_DIR.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
@@ -100,9 +104,24 @@ def test_requirements_txt_is_exactly_what_the_program_imports() -> None:
     }
     # `google` is a namespace package several distributions share; the program imports
     # `google.protobuf` (program/last_update.py), which protobuf provides.
-    assert distributions(imported - {"google"}) | {"protobuf"} == requirement_names(
-        "requirements.txt"
-    )
+    assert distributions(imported - {"google"}) | {"protobuf"} == package_dependencies()
+    # requirements.txt installs the package, and with it those, from this checkout.
+    assert requirement_lines("requirements.txt") == ["-e . --config-settings editable_mode=strict"]
+
+
+def package_dependencies() -> set[str]:
+    """The names of pyproject.toml's `[project] dependencies`, each with an upper bound."""
+    tomllib = pytest.importorskip("tomllib")
+    dependencies = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["project"][
+        "dependencies"
+    ]
+    assert all(",<" in dependency for dependency in dependencies), dependencies
+    return {_normalise(re.match(r"[A-Za-z0-9._-]+", d).group()) for d in dependencies}  # type: ignore[union-attr]
+
+
+def requirement_lines(file: str) -> list[str]:
+    lines = (PROJECT_DIR / file).read_text().splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
 
 
 def test_the_plan_requirements_add_exactly_the_validators_the_plan_imports() -> None:

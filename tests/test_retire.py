@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from components.agent_retirement import retiring_agent_flags
-from contracts import names, tokens
-from program.last_update import READ_STACK_RESOURCES
-from settings.loader import settings_from_values
+from kiam_eks.components.agent_retirement import retiring_agent_flags
+from kiam_eks.contracts import names, tokens
+from kiam_eks.program.last_update import READ_STACK_RESOURCES
+from kiam_eks.settings.loader import settings_from_values
 from tests.conftest import base_config, only_container, run_program, types_and_names
 from tests.test_adoption import adoption_config
 from tools.mock_engine import Invoke, Recording, run_main
@@ -24,8 +24,8 @@ MOVED = {
         "serviceAccount": "api",
     }
 }
-KIAM = "kiam:index:Kiam"
-RETIREMENT = "kiam:index:AgentRetirement"
+KIAM = tokens.KIAM
+RETIREMENT = tokens.AGENT_RETIREMENT
 AGENT_ARGS_KEPT_RULE = [
     "agent",
     "--json-log",
@@ -73,7 +73,7 @@ def _application_part(recording: Recording) -> set[tuple[str, str]]:
     return {
         (r.type, r.name)
         for r in recording.registrations
-        if "kiam:index:ApplicationRole" in r.urn or "kiam:index:NamespacePermissions" in r.urn
+        if tokens.APPLICATION_ROLE in r.urn or tokens.NAMESPACE_PERMISSIONS in r.urn
     }
 
 
@@ -82,7 +82,7 @@ def test_retire_mode_registers_the_agent_retirement_and_the_applications_only(
 ) -> None:
     application = _application_part(installed)
     assert {
-        ("kiam:index:ApplicationRole", "kiam-app-billing"),
+        (tokens.APPLICATION_ROLE, "kiam-app-billing"),
         (tokens.ROLE, "kiam-app-billing"),
     } <= application
     assert types_and_names(retired.registrations) == {
@@ -102,11 +102,11 @@ def test_what_retirement_removes_is_the_whole_install_and_nothing_of_the_applica
     kept = types_and_names(installed.registrations) & types_and_names(retired.registrations)
     # Every component of the install goes, with everything under it.
     assert {(t, n) for t, n in removed if t.startswith("kiam:index:")} == {
-        ("kiam:index:Iam", "kiam-iam"),
-        ("kiam:index:ServerNodeGroup", "kiam-server-nodes"),
-        ("kiam:index:Tls", "kiam-tls"),
-        ("kiam:index:Server", "kiam-server"),
-        ("kiam:index:Agent", "kiam-agent"),
+        (tokens.IAM, "kiam-iam"),
+        (tokens.SERVER_NODE_GROUP, "kiam-server-nodes"),
+        (tokens.TLS, "kiam-tls"),
+        (tokens.SERVER, "kiam-server"),
+        (tokens.AGENT, "kiam-agent"),
     }
     install_components = {r.urn for r in installed.registrations if (r.type, r.name) in removed}
     for reg in installed.registrations:

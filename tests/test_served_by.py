@@ -10,14 +10,15 @@ from typing import Any
 import pulumi
 import pytest
 
+from kiam_eks.contracts import tokens
 from tests.conftest import base_config, run_program
 from tools.mock_engine import Recording, run_main
 
 ROLE = "aws:iam/role:Role"
-APP_ROLE = "kiam:index:ApplicationRole"
+APP_ROLE = tokens.APPLICATION_ROLE
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 ADDON = "aws:eks/addon:Addon"
-PERMISSIONS = "kiam:index:NamespacePermissions"
+PERMISSIONS = tokens.NAMESPACE_PERMISSIONS
 PATCH = "kubernetes:core/v1:NamespacePatch"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 ARN = "arn:aws:iam::111122223333:role/kiam-apps/billing-api"
@@ -446,7 +447,7 @@ def test_a_managed_agent_is_installed_once_for_every_pod_identity_application() 
         "preserve": True,
     }
     # A child of the install, not of kiam's parts: retiring kiam keeps it.
-    assert addon.parent == run.one("kiam:index:Kiam").urn
+    assert addon.parent == run.one(tokens.KIAM).urn
     assert addon.delete_before_replace is False
     assert {a.name: addon.urn in a.dependencies for a in run.by_type(ASSOCIATION)} == {
         "kiam-app-billing-pod-identity": True,

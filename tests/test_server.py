@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kiam_eks.contracts import tokens
 from tests.conftest import base_config, only_container, pod_spec, run_program, types_and_names
 from tools.mock_engine import Recording
 
@@ -12,8 +13,8 @@ SERVER_SELECTOR = {"app.kubernetes.io/name": "kiam", "app.kubernetes.io/componen
 
 
 def test_children_and_parentage(base_run: Recording) -> None:
-    component = base_run.one("kiam:index:Server")
-    assert component.parent == base_run.one("kiam:index:Kiam").urn
+    component = base_run.one(tokens.SERVER)
+    assert component.parent == base_run.one(tokens.KIAM).urn
     assert types_and_names(base_run.children_of(component.urn)) == {
         ("kubernetes:core/v1:ServiceAccount", "kiam-server"),
         ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kiam-server"),

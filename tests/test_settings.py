@@ -5,9 +5,9 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from settings import SettingsError
-from settings.loader import settings_from_values
-from settings.stack import StackSettings
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import settings_from_values
+from kiam_eks.settings.stack import StackSettings
 from tests.conftest import EXAMPLE_STACKS, base_config, example_config, run_program
 
 SOURCE = "stacks/Pulumi.test.yaml"
@@ -219,9 +219,9 @@ def test_kubeconfig_is_read_as_a_secret_string() -> None:
 def test_extra_args_may_never_repeat_a_flag_the_program_renders() -> None:
     """The managed-flag lists in the settings must cover every flag `specs.kiam_flags` renders,
     or an extraArgs entry could silently override one."""
-    from settings.agent import AGENT_MANAGED_FLAGS
-    from settings.server import SERVER_MANAGED_FLAGS
-    from specs.kiam_flags import agent_flags, server_flags
+    from kiam_eks.settings.agent import AGENT_MANAGED_FLAGS
+    from kiam_eks.settings.server import SERVER_MANAGED_FLAGS
+    from kiam_eks.specs.kiam_flags import agent_flags, server_flags
 
     s = validate(base_config())
     rendered_server = server_flags(s.server, region="r", role_base_arn="b", assume_role_arn="a")
@@ -385,22 +385,22 @@ def test_a_raised_managed_policy_quota_admits_more_attachments() -> None:
     ],
 )
 def test_every_region_belongs_to_its_partition(region: str, partition: str) -> None:
-    from settings.cluster import partition_of
+    from kiam_eks.settings.cluster import partition_of
 
     assert partition_of(region) == partition
 
 
 def test_the_longest_cluster_name_fits_the_launch_template_name_prefix() -> None:
     """The limit in settings/cluster.py mirrors the prefix components/node_group.py builds."""
-    from contracts.tokens import LAUNCH_TEMPLATE
+    from kiam_eks.contracts.tokens import LAUNCH_TEMPLATE
 
     recording = run_program(base_config(cluster={"name": "c" * 86}))
     assert len(recording.one(LAUNCH_TEMPLATE).inputs["namePrefix"]) == 99
 
 
 def test_the_kiam_flag_lists_hold_every_flag_the_program_renders() -> None:
-    from settings.agent import AGENT_BOOLEAN_FLAGS, AGENT_FLAGS, AGENT_REFUSED_FLAGS
-    from settings.server import SERVER_BOOLEAN_FLAGS, SERVER_FLAGS, SERVER_REFUSED_FLAGS
+    from kiam_eks.settings.agent import AGENT_BOOLEAN_FLAGS, AGENT_FLAGS, AGENT_REFUSED_FLAGS
+    from kiam_eks.settings.server import SERVER_BOOLEAN_FLAGS, SERVER_FLAGS, SERVER_REFUSED_FLAGS
 
     assert SERVER_BOOLEAN_FLAGS | set(SERVER_REFUSED_FLAGS) <= SERVER_FLAGS
     assert AGENT_BOOLEAN_FLAGS | set(AGENT_REFUSED_FLAGS) <= AGENT_FLAGS

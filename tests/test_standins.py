@@ -13,10 +13,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from components.tls import TlsArgs, certificate_requests
-from contracts import names
-from contracts.agent_rule import Rule
-from contracts.pod_identity import ASSOCIATION_REPLACE_FIELDS
 from e2e.harness.app_pods import Workload, admitted_pod
 from e2e.harness.kube import Kube
 from e2e.harness.shape import UNTOLERATED_TAINT, shape_of
@@ -25,11 +21,16 @@ from e2e.standins import pod_identity
 from e2e.standins.certificates import LocalAuthority, make_ca
 from e2e.standins.cloud import KwokCloud
 from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs, group_arguments
-from settings.applications import ServedBy
-from settings.loader import settings_from_values
-from settings.node_group import NodeGroupSettings
-from settings.stack import StackSettings
-from settings.tls import TlsSettings
+from e2e.standins.roles import ComputedApplicationRole
+from kiam_eks.components.tls import TlsArgs, certificate_requests
+from kiam_eks.contracts import names
+from kiam_eks.contracts.agent_rule import Rule
+from kiam_eks.contracts.pod_identity import ASSOCIATION_REPLACE_FIELDS
+from kiam_eks.settings.applications import ServedBy
+from kiam_eks.settings.loader import settings_from_values
+from kiam_eks.settings.node_group import NodeGroupSettings
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.tls import TlsSettings
 from tests.conftest import base_config, example_config, run_component, run_program
 from tests.test_node_changes import CHANGES as NODE_CHANGES
 from tests.test_node_changes import NODE_GROUP
@@ -258,7 +259,7 @@ def test_an_adopted_ca_signs_the_leaves(tmp_path: Path) -> None:
     issued: list[str] = []
 
     def program() -> None:
-        from components.cloud import KeyPair
+        from kiam_eks.components.cloud import KeyPair
 
         args = TlsArgs(
             settings=TlsSettings(),
@@ -372,7 +373,7 @@ def test_the_association_is_one_object_per_namespace_and_service_account(tmp_pat
         lambda: cloud.pod_identity_association(
             "kiam-app-billing-pod-identity",
             app,
-            ROLE_ARN,
+            ComputedApplicationRole.of(app, settings, "arn:aws:iam::111122223333:role/"),
             pulumi.ResourceOptions(delete_before_replace=False),
         )
     )
@@ -646,7 +647,7 @@ class FakeModel:
         self.rules, self.secrets = rules, secrets
 
     def destination(self, node: str, t: float | None = None) -> Rule | None:
-        from contracts.agent_rule import NodeRules
+        from kiam_eks.contracts.agent_rule import NodeRules
 
         return NodeRules(list(self.rules)).destination("eni0a1b2c3d4e5") if node == WORKER else None
 

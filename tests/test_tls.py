@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kiam_eks.contracts import tokens
 from tests.conftest import types_and_names
 from tools.mock_engine import Recording
 
@@ -15,7 +16,7 @@ KEY, CA, CSR, LEAF, SECRET = (
 
 
 def test_children_and_parentage(base_run: Recording) -> None:
-    component = base_run.one("kiam:index:Tls")
+    component = base_run.one(tokens.TLS)
     assert types_and_names(base_run.children_of(component.urn)) == {
         (KEY, "kiam-tls-ca"),
         (KEY, "kiam-tls-server"),

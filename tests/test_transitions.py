@@ -15,17 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contracts import names, tokens
-from contracts.labels import PATCH_FORCE_ANNOTATION, PREVIOUS_NAMES_ANNOTATION
-from invariants import check_all
-from invariants.expected import Expected
-from invariants.model import Violation
-from invariants.recorded import resources_from_recording
-from settings.applications import ServedBy
-from settings.installed import Installed, LastUpdate, installed_by, read_installed
-from settings.loader import read_stack_file, settings_from_values
-from settings.stack import StackSettings
-from settings.transitions import (
+from kiam_eks.contracts import names, tokens
+from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION, PREVIOUS_NAMES_ANNOTATION
+from kiam_eks.invariants import check_all
+from kiam_eks.invariants.expected import Expected
+from kiam_eks.invariants.model import Violation
+from kiam_eks.invariants.recorded import resources_from_recording
+from kiam_eks.settings.applications import ServedBy
+from kiam_eks.settings.installed import Installed, LastUpdate, installed_by, read_installed
+from kiam_eks.settings.loader import read_stack_file, settings_from_values
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import (
     TABLE,
     Kind,
     RefusedChangeError,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from invariants import check_all
-from invariants.recorded import resources_from_recording
+from kiam_eks.invariants import check_all
+from kiam_eks.invariants.recorded import resources_from_recording
 from tests.conftest import base_config, expected_of, run_program
 from tools.mock_engine import run_main
 

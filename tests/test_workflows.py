@@ -82,10 +82,7 @@ def test_the_fleet_file_names_the_policy_pack_the_workflows_install() -> None:
     assert yaml.safe_load((PROJECT_DIR / "fleet.yaml").read_text())["policyPack"] == "policy"
     for workflow, job in (("preview.yml", "preview"), ("deploy.yml", "up")):
         install = next(s["run"] for s in load(workflow)["jobs"][job]["steps"] if "run" in s)
-        assert install == (
-            "make install && python -m venv policy/venv && policy/venv/bin/pip install -r "
-            "policy/requirements.txt"
-        )
+        assert install == "make install policy-pack"
 
 
 def test_the_fleet_preview_comments_one_table_on_the_pull_request_and_fails_after() -> None:
@@ -152,6 +149,6 @@ def test_deploy_installs_the_program_and_the_policy_pack_only() -> None:
     that holds the deploy role runs no test, lint or validator package."""
     up = load("deploy.yml")["jobs"]["up"]
     assert [s["run"] for s in up["steps"] if "run" in s] == [
-        "make install && python -m venv policy/venv && policy/venv/bin/pip install -r policy/requirements.txt",
+        "make install policy-pack",
         '.venv/bin/python -m tools.fleet up --waves "${{ matrix.wave }}"',
     ]

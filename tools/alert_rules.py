@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from settings import SettingsError, settings_from_stack_file
-from specs.alert_rules import context_of, rules_file
+from kiam_eks.settings import SettingsError, settings_from_stack_file
+from kiam_eks.specs.alert_rules import context_of, rules_file
 from tools.stack_source import add_stack_source, stack_file_of
 
 # The stack whose rules the promtool tests in tests/monitoring/ run against.

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from settings.loader import example_stacks
+from kiam_eks.settings.loader import example_stacks
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 REPORT = PROJECT_DIR / "docs" / "performance.md"

@@ -17,10 +17,10 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from settings.base import model_class
-from settings.node_group import what_a_change_does
-from settings.stack import StackSettings
-from settings.transitions import row_of
+from kiam_eks.settings.base import model_class
+from kiam_eks.settings.node_group import what_a_change_does
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import row_of
 from tools.transition_reference import anchor
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from contracts import credential_env, kiam
-from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
-from settings.applications import ApplicationSettings, ServedBy
-from settings.stack import StackSettings
-from specs.iam_policies import pod_role_annotation, role_arn, role_base_arn
+from kiam_eks.contracts import credential_env, kiam
+from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
+from kiam_eks.settings.applications import ApplicationSettings, ServedBy
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.specs.iam_policies import pod_role_annotation, role_arn, role_base_arn
 
 # Pods that ended never ask for credentials again.
 ENDED_PHASES = ("Succeeded", "Failed")

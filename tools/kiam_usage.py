@@ -74,10 +74,10 @@ from typing import Any
 
 import yaml
 
-from settings import SettingsError, settings_from_stack_file
-from settings.base import UNDECRYPTED_SECRET
-from settings.loader import stack_name_of
-from settings.stack import StackSettings
+from kiam_eks.settings import SettingsError, settings_from_stack_file
+from kiam_eks.settings.base import UNDECRYPTED_SECRET
+from kiam_eks.settings.loader import stack_name_of
+from kiam_eks.settings.stack import StackSettings
 from tools.credential_sources import PodUsage, Usage, usage
 from tools.kube_api import ApiError, KubeApi
 from tools.stack_source import add_stack_source, stack_file_of

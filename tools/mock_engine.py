@@ -21,10 +21,10 @@ from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.sync_await import _sync_await
 
-from contracts import pod_identity, tokens
-from contracts.eks_node_group import FORCE_NEW
-from program.last_update import READ_STACK_RESOURCES
-from settings.cluster import partition_of
+from kiam_eks.contracts import pod_identity, tokens
+from kiam_eks.contracts.eks_node_group import FORCE_NEW
+from kiam_eks.program.last_update import READ_STACK_RESOURCES
+from kiam_eks.settings.cluster import partition_of
 
 PROJECT = "kiam"
 # The self-managed backend's one organization name (pulumi/pulumi 1b594989,

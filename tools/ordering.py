@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from contracts.tokens import (
+from kiam_eks.contracts.tokens import (
     CLUSTER_ROLE_BINDING,
     DAEMON_SET,
     DEPLOYMENT,

@@ -24,15 +24,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from contracts import tokens
-from invariants import check_all
-from invariants.recorded import resources_from_recording
-from settings import SettingsError, settings_from_stack_file
-from settings.base import UNDECRYPTED_SECRET
-from settings.installed import LastUpdate
-from settings.loader import stack_name_of
-from settings.stack import StackSettings
-from settings.transitions import RefusedChangeError, judge
+from kiam_eks.contracts import tokens
+from kiam_eks.invariants import check_all
+from kiam_eks.invariants.recorded import resources_from_recording
+from kiam_eks.settings import SettingsError, settings_from_stack_file
+from kiam_eks.settings.base import UNDECRYPTED_SECRET
+from kiam_eks.settings.installed import LastUpdate
+from kiam_eks.settings.loader import stack_name_of
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import RefusedChangeError, judge
 from tools import validate
 from tools.stack_source import add_stack_source, stack_file_of
 
@@ -299,7 +299,7 @@ def _retirement_lines(s: StackSettings, recording: Any, install: Any) -> list[st
     before, after = resources(install), resources(recording)
     removed = [before[k] for k in sorted(before.keys() - after.keys())]
     kept = sorted(before.keys() & after.keys())
-    top = install.one("kiam:index:Kiam").urn
+    top = install.one(tokens.KIAM).urn
     # Each removed resource under the component of the install it belongs to.
     parts: dict[str, int] = {}
     for r in removed:

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from contracts.eks_node_group import FORCE_NEW, REPLACE_ON_CHANGES
-from contracts.rollouts import POD_TEMPLATE_PATH
+from kiam_eks.contracts.eks_node_group import FORCE_NEW, REPLACE_ON_CHANGES
+from kiam_eks.contracts.rollouts import POD_TEMPLATE_PATH
 from tools.render import OBJECT_FOLDERS
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from contracts.tokens import ROLE, ROLE_POLICY, SECRET
-from contracts.tokens import ROLE_POLICY_ATTACHMENT as ATTACHMENT
+from kiam_eks.contracts.tokens import ROLE, ROLE_POLICY, SECRET
+from kiam_eks.contracts.tokens import ROLE_POLICY_ATTACHMENT as ATTACHMENT
 from tools.mock_engine import Recording, Registration
 
 REDACTED = "[redacted]"

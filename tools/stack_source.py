@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from settings.loader import stack_file_for
+from kiam_eks.settings.loader import stack_file_for
 
 
 def add_stack_source(parser: argparse.ArgumentParser, *, stack_help: str, file_help: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from settings.transitions import TABLE, Kind
+from kiam_eks.settings.transitions import TABLE, Kind
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "transitions.md"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from settings.cluster import ClusterSettings
+from kiam_eks.settings.cluster import ClusterSettings
 
 CRD_DIR = Path(__file__).resolve().parent / "crds"
 

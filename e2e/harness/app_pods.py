@@ -27,10 +27,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from contracts import credential_env
-from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from e2e.harness.kube import Kube, is_ready
 from e2e.standins import pod_identity
+from kiam_eks.contracts import credential_env
+from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 
 POD_IDENTITY_TOKEN_VOLUME = "eks-pod-identity-token"
 POD_IDENTITY_MOUNT = "/var/run/secrets/pods.eks.amazonaws.com/serviceaccount/"

@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from contracts.eks_node_group import DRAIN_BEFORE_TERMINATION_SECONDS
 from e2e.harness.kube import ApiError, Kube
 from e2e.standins.nodes import DRAIN_FINALIZER as FINALIZER
+from kiam_eks.contracts.eks_node_group import DRAIN_BEFORE_TERMINATION_SECONDS
 
 # EKS forces a termination 5 minutes after it asked for the drain.
 DRAIN_LIMIT_SECONDS = float(DRAIN_BEFORE_TERMINATION_SECONDS)

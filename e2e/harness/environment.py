@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contracts.labels import NODE_GROUP_LABEL, Role, selector_labels
 from e2e.harness import stack_yaml
 from e2e.harness.cluster import ControlPlane
 from e2e.harness.drainer import Drainer
@@ -16,8 +15,9 @@ from e2e.harness.kube import Kube, is_ready, selector
 from e2e.harness.node_rules import NodeRulesModel
 from e2e.harness.pulumi import PulumiStack, install_provider
 from e2e.harness.shape import ClusterShape, shape_of
-from settings.loader import settings_from_stack_file
-from settings.stack import StackSettings
+from kiam_eks.contracts.labels import NODE_GROUP_LABEL, Role, selector_labels
+from kiam_eks.settings.loader import settings_from_stack_file
+from kiam_eks.settings.stack import StackSettings
 
 
 @dataclass

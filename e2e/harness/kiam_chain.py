@@ -24,9 +24,9 @@ from typing import Any
 
 from cryptography import x509
 
-from contracts.agent_rule import agent_command
 from e2e.harness.kube import Kube, is_ready
 from e2e.harness.node_rules import NodeRulesModel, is_agent
+from kiam_eks.contracts.agent_rule import agent_command
 
 
 @dataclass(frozen=True)

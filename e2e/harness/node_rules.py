@@ -33,8 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.agent_rule import AgentCommand, NodeRules, Rule, agent_command
 from e2e.harness.kube import Kube
+from kiam_eks.contracts.agent_rule import AgentCommand, NodeRules, Rule, agent_command
 
 # The interface a pod's packets arrive on at its node: the EKS VPC CNI names pod interfaces
 # `eni` and a hash (amazon-vpc-cni-k8s: "eni" + 11 hex digits), which `--host-interface eni+`

@@ -36,11 +36,11 @@ from typing import Any, Literal
 
 import yaml
 
-from components.cloud import CertificateRequest
 from e2e.harness.kube import Kube
 from e2e.harness.pulumi import PulumiStack
 from e2e.harness.toolchain import REPO
 from e2e.standins.certificates import make_ca, make_leaf
+from kiam_eks.components.cloud import CertificateRequest
 
 Kind = Literal["upstream", "helm"]
 INSTALLS: tuple[Kind, ...] = ("upstream", "helm")

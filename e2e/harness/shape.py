@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts.labels import PERMITTED_ANNOTATION
 from e2e.harness.kube import Kube
 from e2e.standins.nodes import CAPACITY, KWOK_ANNOTATION, node_zones
-from settings.agent import TolerationSettings
-from settings.stack import StackSettings
+from kiam_eks.contracts.labels import PERMITTED_ANNOTATION
+from kiam_eks.settings.agent import TolerationSettings
+from kiam_eks.settings.stack import StackSettings
 
 WORKERS = 3
 # A pool no example stack's agents tolerate: agents must not be there, whatever the stack.

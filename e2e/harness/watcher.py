@@ -17,14 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from contracts import credential_env
-from contracts.kiam import permits, resolve
-from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION, selector_labels
-from contracts.pod_identity import AGENT_ADDON
 from e2e.harness.kiam_chain import ChainState, KiamChain
 from e2e.harness.kube import Kube, is_ready, selector
 from e2e.standins import pod_identity
-from settings.applications import ServedBy
+from kiam_eks.contracts import credential_env
+from kiam_eks.contracts.kiam import permits, resolve
+from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION, selector_labels
+from kiam_eks.contracts.pod_identity import AGENT_ADDON
+from kiam_eks.settings.applications import ServedBy
 
 PERIOD_SECONDS = 0.5
 

@@ -14,11 +14,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import pulumi
 
-from components.cloud import CloudSide
 from e2e.standins.cloud import KwokCloud
-from program.kubernetes import kubernetes_provider
-from program.stack import build, export_outputs, judge_change
-from settings import SettingsError, load_settings
+from kiam_eks.components.cloud import CloudSide
+from kiam_eks.program.kubernetes import kubernetes_provider
+from kiam_eks.program.stack import build, export_outputs, judge_change
+from kiam_eks.settings import SettingsError, load_settings
 from tools.kube_api import KubeApi
 
 try:

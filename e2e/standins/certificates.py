@@ -24,8 +24,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from components.cloud import CertificateRequest, KeyPair
-from settings.tls import TlsSettings
+from kiam_eks.components.cloud import CertificateRequest, KeyPair
+from kiam_eks.settings.tls import TlsSettings
 
 _EXTENDED = {
     "server_auth": ExtendedKeyUsageOID.SERVER_AUTH,

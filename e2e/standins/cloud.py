@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pulumi
 
-from components.cloud import KiamRoles
-from contracts.pod_identity import AGENT_ADDON
 from e2e.standins import pod_identity
 from e2e.standins.certificates import LocalAuthority
 from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs
 from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
-from settings.applications import ApplicationSettings
-from settings.stack import StackSettings
+from kiam_eks.components.cloud import ApplicationAccess, KiamRoles
+from kiam_eks.contracts.pod_identity import AGENT_ADDON
+from kiam_eks.settings.applications import ApplicationSettings
+from kiam_eks.settings.stack import StackSettings
 from tools.kube_api import KubeApi
 
 
@@ -60,9 +60,10 @@ class KwokCloud:
         self,
         name: str,
         settings: ApplicationSettings,
-        role_arn: pulumi.Input[str],
+        access: ApplicationAccess,
         opts: pulumi.ResourceOptions,
     ) -> pulumi.Resource:
+        # The computed role is no resource: the association is a child of the install.
         if settings.service_account is None:  # the settings refuse Pod Identity without one
             raise ValueError(f"application role {settings.role_name} has no serviceAccount")
         return pod_identity.association(
@@ -70,7 +71,7 @@ class KwokCloud:
             self.settings.cluster.name,
             settings.namespace,
             settings.service_account,
-            role_arn,
+            access.role_arn,
             opts,
         )
 

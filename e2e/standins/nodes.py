@@ -25,11 +25,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.node_group_options import replacement_options
-from contracts import labels
-from contracts.eks_node_group import FORCE_NEW, root_device
-from contracts.labels import PATCH_FORCE_ANNOTATION
-from settings.node_group import ARM_AMI_TYPES, NodeGroupSettings
+from kiam_eks.components.node_group_options import replacement_options
+from kiam_eks.contracts import labels
+from kiam_eks.contracts.eks_node_group import FORCE_NEW, root_device
+from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
+from kiam_eks.settings.node_group import ARM_AMI_TYPES, NodeGroupSettings
 
 # Where the group ConfigMaps live: a namespace every control plane has.
 GROUP_NAMESPACE = "kube-system"

@@ -48,7 +48,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from contracts.pod_identity import AGENT_ADDON
+from kiam_eks.contracts.pod_identity import AGENT_ADDON
 from tools.kube_api import KubeApi
 
 # Where the stand-ins live: a namespace every control plane has (as the node group's).

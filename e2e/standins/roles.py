@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from contracts import iam as aws_iam
-from contracts import names
-from contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
-from settings.applications import ApplicationSettings
-from settings.stack import StackSettings
-from specs import iam_policies
+from kiam_eks.contracts import iam as aws_iam
+from kiam_eks.contracts import names
+from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
+from kiam_eks.settings.applications import ApplicationSettings
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.specs import iam_policies
 
 
 @dataclass(frozen=True)

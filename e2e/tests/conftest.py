@@ -20,7 +20,7 @@ from e2e.harness import toolchain
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.pulumi import PulumiStack, type_and_name
 from e2e.harness.shape import ClusterShape
-from settings.loader import example_stacks, stack_file_for
+from kiam_eks.settings.loader import example_stacks, stack_file_for
 
 EXAMPLE_STACKS = example_stacks(toolchain.REPO)
 _clusters = itertools.count()

@@ -34,7 +34,6 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from contracts.labels import selector_labels
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.golden import check_golden, normalise
 from e2e.harness.kube import Kube, is_ready, selector
@@ -51,7 +50,9 @@ from e2e.harness.running_install import (
 from e2e.harness.shape import shape_of
 from e2e.harness.watcher import Watcher
 from e2e.tests.conftest import REPORT, changes, fresh_environment
-from settings.loader import settings_from_values
+from kiam_eks.contracts import tokens
+from kiam_eks.contracts.labels import selector_labels
+from kiam_eks.settings.loader import settings_from_values
 
 NS = "kube-system"
 STACK = "adopt"
@@ -506,11 +507,11 @@ def test_the_previews_show_what_the_runbook_says(move: Move) -> None:
     assert move.preview_steps["servers"] == {
         ("pulumi:pulumi:Stack", f"kiam-{STACK}"): "create",
         ("pulumi:providers:kubernetes", "kubernetes"): "create",
-        ("kiam:index:Kiam", "kiam"): "create",
-        ("kiam:index:Tls", "kiam-tls"): "create",
+        (tokens.KIAM, "kiam"): "create",
+        (tokens.TLS, "kiam-tls"): "create",
         ("kiam:e2e:KwokNodeGroup", "kiam-server-nodes"): "create",
         ("kubernetes:core/v1:ConfigMap", "kiam-server-nodes"): "create",
-        ("kiam:index:Server", "kiam-server"): "create",
+        (tokens.SERVER, "kiam-server"): "create",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-0"): "create",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-1"): "create",
         ("kubernetes:core/v1:Node", "kiam-server-nodes-2"): "create",
@@ -523,7 +524,7 @@ def test_the_previews_show_what_the_runbook_says(move: Move) -> None:
         ("kubernetes:apps/v1:Deployment", "kiam-server"): "create",
     }
     assert move.preview_steps["takeover"] == {
-        ("kiam:index:Agent", "kiam-agent"): "create",
+        (tokens.AGENT, "kiam-agent"): "create",
         ("kubernetes:core/v1:Service", "kiam-server"): "create",
         ("kubernetes:core/v1:ServiceAccount", "kiam-agent"): "create",
         (DS, "kiam-agent"): "create",

@@ -11,8 +11,8 @@ import pytest
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.pulumi import PulumiStack
 from e2e.tests.conftest import deploy, example_config, with_changes
-from settings import SettingsError
-from settings.loader import settings_from_values, stack_file_for
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import settings_from_values, stack_file_for
 
 STACK = "bad"
 

@@ -3,9 +3,9 @@ namespace it only annotated keeps existing, with everything it had, without the 
 
 from __future__ import annotations
 
-from components.namespace_permissions import permitted_regexp
 from e2e.harness.environment import Environment
 from e2e.tests.conftest import deploy, example_config
+from kiam_eks.components.namespace_permissions import permitted_regexp
 
 PERMITTED = "iam.amazonaws.com/permitted"
 APPLICATIONS = {

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 import yaml
 
-from contracts.labels import selector_labels
 from e2e.harness.environment import Environment
 from e2e.harness.golden import check_golden
 from e2e.harness.kube import is_ready, selector
@@ -34,6 +33,7 @@ from e2e.tests.conftest import (
     set_settings,
     with_changes,
 )
+from kiam_eks.contracts.labels import selector_labels
 
 BUMPED_IMAGE = "quay.io/uswitch/kiam:v4.2-fleet"
 STACKS = ("fleet-a", "fleet-b", "fleet-c")

@@ -113,7 +113,7 @@ def test_the_tls_secrets_hold_certificates_with_exactly_the_requested_names(
 
     from cryptography import x509
 
-    from contracts import names
+    from kiam_eks.contracts import names
 
     kube, ns = installed.env.kube, installed.namespace
     server_config = installed.config.get("kiam:server", {})

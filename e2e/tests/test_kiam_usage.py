@@ -29,11 +29,11 @@ from typing import Any
 
 import pytest
 
-from contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
 from e2e.harness import toolchain
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.kube import Kube
 from e2e.tests.conftest import REPORT, example_config
+from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
 from tools.credential_sources import sdk_reminder
 
 ACCOUNT = "111122223333"

@@ -36,8 +36,6 @@ from typing import Any
 
 import pytest
 
-from contracts.labels import IRSA_ANNOTATION, PERMITTED_ANNOTATION
-from contracts.pod_identity import AGENT_ADDON
 from e2e.harness import app_pods
 from e2e.harness.app_pods import Workload
 from e2e.harness.environment import Environment
@@ -47,8 +45,10 @@ from e2e.harness.watcher import Application, CredentialWatcher
 from e2e.standins import pod_identity
 from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
 from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_settings
-from settings.applications import ServedBy
-from settings.loader import settings_from_values
+from kiam_eks.contracts.labels import IRSA_ANNOTATION, PERMITTED_ANNOTATION
+from kiam_eks.contracts.pod_identity import AGENT_ADDON
+from kiam_eks.settings.applications import ServedBy
+from kiam_eks.settings.loader import settings_from_values
 
 REPLICAS = 2
 APPS: dict[str, dict[str, Any]] = {

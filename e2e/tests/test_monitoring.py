@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
-from components.monitoring import agent_metrics_service_spec, service_monitor_spec
-from contracts import labels, names
-from contracts.labels import Role
 from e2e.harness.environment import Environment
 from e2e.harness.pulumi import PulumiStack
 from e2e.harness.toolchain import REPO
 from e2e.tests.conftest import deploy, example_config, with_changes
-from settings.loader import settings_from_values
-from settings.stack import StackSettings
-from specs.alert_rules import alert_groups, context_of
+from kiam_eks.components.monitoring import agent_metrics_service_spec, service_monitor_spec
+from kiam_eks.contracts import labels, names
+from kiam_eks.contracts.labels import Role
+from kiam_eks.settings.loader import settings_from_values
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.specs.alert_rules import alert_groups, context_of
 from tools.alert_rules import TESTED_RULES
 
 CRD_DIR = REPO / "tools" / "crds"

@@ -23,14 +23,15 @@ from typing import Any
 
 import pytest
 
-from components.namespace_permissions import permitted_regexp, permitted_union
-from contracts.labels import ROLE_ANNOTATION, selector_labels
 from e2e.harness.environment import Environment
 from e2e.harness.golden import check_golden, normalise
 from e2e.harness.kube import Kube, selector
 from e2e.harness.pulumi import Result
 from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_settings
-from invariants.kiam_rules import granted_role
+from kiam_eks.components.namespace_permissions import permitted_regexp, permitted_union
+from kiam_eks.contracts import tokens
+from kiam_eks.contracts.labels import ROLE_ANNOTATION, selector_labels
+from kiam_eks.invariants.kiam_rules import granted_role
 
 PERMITTED = "iam.amazonaws.com/permitted"
 EXISTING = "kiam.pulumi.io/existing-permitted"
@@ -221,7 +222,7 @@ def annotations_of(meta: dict[str, Any]) -> dict[str, str]:
 
 def test_the_preview_shows_the_takeover(story: Story) -> None:
     assert story.takeover_steps == {
-        ("kiam:index:NamespacePermissions", "kiam-permissions"): "create",
+        (tokens.NAMESPACE_PERMISSIONS, "kiam-permissions"): "create",
         (PATCH, "kiam-permissions-billing-existing"): "create",
         (PATCH, "kiam-permissions-billing"): "create",
         (PATCH, "kiam-permissions-search"): "create",

@@ -34,12 +34,6 @@ from typing import Any
 
 import pytest
 
-from contracts.eks_node_group import NodeChange
-from contracts.rollout_wait import (
-    BUILT_IN_DEPLOYMENT_WAIT_DONE_MESSAGE,
-    JSONPATH_FOUND_PREFIX,
-    ROLLED_OUT_STATUS_COUNTS,
-)
 from e2e.harness.environment import Environment
 from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
 from e2e.harness.watcher import Sample, Watcher
@@ -48,6 +42,12 @@ from e2e.tests.conftest import (
     installed_dev_with_capacity,
     set_settings,
     with_changes,
+)
+from kiam_eks.contracts.eks_node_group import NodeChange
+from kiam_eks.contracts.rollout_wait import (
+    BUILT_IN_DEPLOYMENT_WAIT_DONE_MESSAGE,
+    JSONPATH_FOUND_PREFIX,
+    ROLLED_OUT_STATUS_COUNTS,
 )
 
 NAMESPACE = "kiam"

@@ -28,8 +28,6 @@ from typing import Any
 
 import pytest
 
-from contracts import kiam, names, tokens
-from contracts.labels import selector_labels
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.kube import Kube, is_ready
 from e2e.harness.pulumi import PulumiStack, read_event_log, type_and_name
@@ -40,6 +38,8 @@ from e2e.tests.conftest import (
     fresh_environment,
     set_settings,
 )
+from kiam_eks.contracts import kiam, names, tokens
+from kiam_eks.contracts.labels import selector_labels
 
 NAMESPACE = "kiam"  # the dev stack's (the default)
 APP_NAMESPACE = "billing"
@@ -293,29 +293,29 @@ KIAM_INSTALL = {
     (tokens.NODE, "kiam-server-nodes-0"),
     (tokens.NODE, "kiam-server-nodes-1"),
     (tokens.NAMESPACE, "kiam-namespace"),
-    ("kiam:index:Tls", "kiam-tls"),
+    (tokens.TLS, "kiam-tls"),
     (tokens.SECRET, "kiam-tls-agent"),
     (tokens.SECRET, "kiam-tls-server"),
-    ("kiam:index:Server", "kiam-server"),
+    (tokens.SERVER, "kiam-server"),
     ("kubernetes:core/v1:ServiceAccount", "kiam-server"),
     ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "kiam-server"),
     (tokens.CLUSTER_ROLE_BINDING, "kiam-server"),
     (tokens.SERVICE, "kiam-server"),
     (tokens.DEPLOYMENT, "kiam-server"),
     (tokens.PDB, "kiam-server"),
-    ("kiam:index:Agent", "kiam-agent"),
+    (tokens.AGENT, "kiam-agent"),
     ("kubernetes:core/v1:ServiceAccount", "kiam-agent"),
     (tokens.DAEMON_SET, "kiam-agent"),
 }
 # What retirement registers besides the patch: its component.
-RETIREMENT = {("kiam:index:AgentRetirement", "kiam-agent-retirement")}
+RETIREMENT = {(tokens.AGENT_RETIREMENT, "kiam-agent-retirement")}
 KEPT = {
     ("pulumi:pulumi:Stack", "kiam-dev"),
     ("pulumi:providers:kubernetes", "kubernetes"),
     # The engine's builtin provider, which answers the program's read of its last update
     # (program/last_update.py), from the first update on (measured in the state).
     ("pulumi:providers:pulumi", "default"),
-    ("kiam:index:Kiam", "kiam"),
+    (tokens.KIAM, "kiam"),
 }
 
 

@@ -28,12 +28,12 @@ from typing import Any
 
 import pytest
 
-from contracts import names, tokens
-from contracts.labels import PATCH_FORCE_ANNOTATION
 from e2e.harness.environment import Environment
 from e2e.harness.kube import ApiError, is_ready
 from e2e.harness.pulumi import PulumiStack, Result, type_and_name
 from e2e.tests.conftest import REPORT, deploy, example_config, fresh_environment, set_settings
+from kiam_eks.contracts import names, tokens
+from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
 
 NAMESPACE = "kiam"
 REMOVE, KEEP = "--iptables-remove", "--no-iptables-remove"

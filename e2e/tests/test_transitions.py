@@ -30,7 +30,6 @@ from typing import Any
 
 import pytest
 
-from contracts import names
 from e2e.harness import app_pods
 from e2e.harness.app_pods import Workload
 from e2e.harness.environment import Environment
@@ -39,10 +38,11 @@ from e2e.harness.pulumi import PulumiStack, Result
 from e2e.harness.watcher import Application, CredentialWatcher
 from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
 from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_settings
-from settings.applications import ServedBy
-from settings.installed import installed_by
-from settings.loader import settings_from_values, stack_file_for
-from settings.transitions import RefusedChangeError, judge
+from kiam_eks.contracts import names
+from kiam_eks.settings.applications import ServedBy
+from kiam_eks.settings.installed import installed_by
+from kiam_eks.settings.loader import settings_from_values, stack_file_for
+from kiam_eks.settings.transitions import RefusedChangeError, judge
 
 STACK = "changes"
 NAMESPACE = "kiam"

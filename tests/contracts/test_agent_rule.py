@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from contracts import agent_rule
-from contracts.agent_rule import NodeRules, Rule, agent_command, interface_matches
-from settings.agent import AgentSettings
-from specs import kiam_flags
+from kiam_eks.contracts import agent_rule
+from kiam_eks.contracts.agent_rule import NodeRules, Rule, agent_command, interface_matches
+from kiam_eks.settings.agent import AgentSettings
+from kiam_eks.specs import kiam_flags
 
 
 def test_the_flags_and_defaults_kiams_agent_declares() -> None:

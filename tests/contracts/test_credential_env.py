@@ -3,7 +3,7 @@ is written (contracts/credential_env.py): `tools.kiam_usage` classifies live pod
 
 from __future__ import annotations
 
-from contracts import credential_env
+from kiam_eks.contracts import credential_env
 
 
 def test_irsa_wiring_as_the_pod_identity_webhook_injects_it() -> None:

@@ -12,7 +12,7 @@ update_config, node_repair_config) as `UpdateNodegroupConfig`.
 
 from __future__ import annotations
 
-from contracts.eks_node_group import (
+from kiam_eks.contracts.eks_node_group import (
     FORCE_NEW,
     IN_PLACE,
     ON_CHANGE,
@@ -74,7 +74,7 @@ def test_every_in_place_path_that_touches_the_servers_nodes_is_replaced_instead(
 def test_the_volume_a_launch_template_sizes_per_ami_family() -> None:
     # Bottlerocket's documentation: an OS volume (/dev/xvda) and a data volume (/dev/xvdb) that
     # holds containers and images; Amazon Linux keeps everything on its root volume, /dev/xvda.
-    from contracts.eks_node_group import root_device
+    from kiam_eks.contracts.eks_node_group import root_device
 
     assert root_device("BOTTLEROCKET_x86_64") == "/dev/xvdb"
     assert root_device("BOTTLEROCKET_ARM_64") == "/dev/xvdb"
@@ -84,8 +84,8 @@ def test_the_volume_a_launch_template_sizes_per_ami_family() -> None:
 
 def test_how_long_eks_waits_for_a_drain_before_it_terminates_a_node() -> None:
     # "Delete a managed node group": forced termination after 5 minutes of draining.
-    from contracts.eks_node_group import DRAIN_BEFORE_TERMINATION_SECONDS
     from e2e.harness.drainer import DRAIN_LIMIT_SECONDS
+    from kiam_eks.contracts.eks_node_group import DRAIN_BEFORE_TERMINATION_SECONDS
 
     assert DRAIN_BEFORE_TERMINATION_SECONDS == 300
     # The stand-in's drainer waits exactly as long as EKS does.

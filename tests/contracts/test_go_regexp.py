@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from contracts import go_regexp
-from contracts.go_regexp import compile_problem, python_pattern, read_otherwise, refused
+from kiam_eks.contracts import go_regexp
+from kiam_eks.contracts.go_regexp import compile_problem, python_pattern, read_otherwise, refused
 
 
 def test_the_go_kiam_is_built_with() -> None:

@@ -3,7 +3,7 @@ constant fails here instead of passing every gate that reads it."""
 
 from __future__ import annotations
 
-from contracts.iam import (
+from kiam_eks.contracts.iam import (
     EKS_NODE_MANAGED_POLICIES,
     managed_policy_arn,
     pod_role_annotation,

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from contracts import kiam, labels
-from contracts.kiam import permits, permitted_regexp_problem, resolve, strict_namespace_regexp
+from kiam_eks.contracts import kiam, labels
+from kiam_eks.contracts.kiam import (
+    permits,
+    permitted_regexp_problem,
+    resolve,
+    strict_namespace_regexp,
+)
 
 
 def test_the_flags_kiams_rules_read() -> None:

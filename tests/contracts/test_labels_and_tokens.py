@@ -4,7 +4,7 @@ component, the guarantee that judges it and the e2e stand-in all read the same c
 
 from __future__ import annotations
 
-from contracts import labels, tokens
+from kiam_eks.contracts import labels, tokens
 
 
 def test_the_labels_eks_and_kubernetes_put_on_nodes() -> None:

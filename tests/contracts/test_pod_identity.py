@@ -3,7 +3,7 @@ cites the pages and the provider source): a wrong constant fails here, not in ev
 
 from __future__ import annotations
 
-from contracts import pod_identity, tokens
+from kiam_eks.contracts import pod_identity, tokens
 
 
 def test_the_trust_a_pod_identity_role_needs() -> None:

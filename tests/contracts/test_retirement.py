@@ -4,7 +4,7 @@ pulumi-kubernetes resource that flips it on the running agents."""
 
 from __future__ import annotations
 
-from contracts import kiam, tokens
+from kiam_eks.contracts import kiam, tokens
 
 
 def test_the_agent_flag_that_removes_the_rule_on_exit() -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 
-from contracts.rollout_wait import (
+from kiam_eks.contracts.rollout_wait import (
     BUILT_IN_DEPLOYMENT_WAIT_DONE_MESSAGE,
     BUILT_IN_DEPLOYMENT_WAIT_DONE_REASON,
     JSONPATH_FOUND_PREFIX,

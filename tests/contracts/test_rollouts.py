@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pulumi.automation.events import OpType, StepEventStateMetadata
 
-from contracts.rollouts import (
+from kiam_eks.contracts.rollouts import (
     ENDPOINT_SLICE_SERVICE_LABEL,
     MANDATORY_ENFORCEMENT,
     POD_TEMPLATE_PATH,

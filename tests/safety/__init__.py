@@ -25,7 +25,7 @@ def assert_frozen_and_keyword_only(cls: type, **fields: Any) -> None:
 
 def stack_settings(config: dict[str, Any]) -> Any:
     """The validated settings of a config map (tests/conftest.py's `base_config`)."""
-    from settings.loader import settings_from_values
+    from kiam_eks.settings.loader import settings_from_values
 
     values = {k.removeprefix("kiam:"): v for k, v in config.items() if k.startswith("kiam:")}
     return settings_from_values(values, "test config")
@@ -33,7 +33,7 @@ def stack_settings(config: dict[str, Any]) -> Any:
 
 def problems(config: dict[str, Any]) -> list[str]:
     """What the settings refuse in a config map, each as the user reads it (none: valid)."""
-    from settings import SettingsError
+    from kiam_eks.settings import SettingsError
 
     try:
         stack_settings(config)

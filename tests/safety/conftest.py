@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from invariants import Resource
-from invariants.recorded import resources_from_recording
+from kiam_eks.invariants import Resource
+from kiam_eks.invariants.recorded import resources_from_recording
 from tests.conftest import base_config, run_program
 from tests.test_invariants import APP_CONFIG
 from tools.mock_engine import Recording

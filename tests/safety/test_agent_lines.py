@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.agent import AgentArgs
+from kiam_eks.components.agent import AgentArgs
 from tests.conftest import base_config, only_container, pod_spec, run_program
 from tests.safety import assert_frozen_and_keyword_only, stack_settings
 from tools.mock_engine import Recording

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.agent_retirement import AgentRetirementArgs, retiring_agent_flags
+from kiam_eks.components.agent_retirement import AgentRetirementArgs, retiring_agent_flags
 from tests.conftest import base_config
 from tests.safety import assert_frozen_and_keyword_only, stack_settings
 

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from invariants import Resource, Violation, check_all
-from invariants.applications import _Application, _Server
-from invariants.model import UNKNOWN
+from kiam_eks.invariants import Resource, Violation, check_all
+from kiam_eks.invariants.applications import _Application, _Server
+from kiam_eks.invariants.model import UNKNOWN
 from tests import guarantee_views as g
 from tests.conftest import expected_of
 from tests.test_invariants import server_arn

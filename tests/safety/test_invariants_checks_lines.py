@@ -6,9 +6,9 @@ import copy
 import dataclasses
 import json
 
-from contracts.names import SERVER_NODES
-from invariants import Resource, Violation, check_all
-from invariants.recorded import resources_from_recording
+from kiam_eks.contracts.names import SERVER_NODES
+from kiam_eks.invariants import Resource, Violation, check_all
+from kiam_eks.invariants.recorded import resources_from_recording
 from tests.conftest import base_config, expected_of, run_program
 from tests.test_invariants import APP_CONFIG
 
@@ -220,7 +220,7 @@ def _two_servers(rs: list[Resource], first: dict[str, object]) -> tuple[list[Res
 def test_every_server_s_flags_are_judged_after_one_whose_flags_are_unknown(
     base_resources: list[Resource],
 ) -> None:
-    from invariants import UNKNOWN
+    from kiam_eks.invariants import UNKNOWN
 
     deployment = next(r for r in base_resources if r.type == "kubernetes:apps/v1:Deployment")
     unknown = copy.deepcopy(dict(deployment.inputs))

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from invariants import Resource, Violation, check_all
-from invariants.model import UNKNOWN
-from invariants.pod_identity import Association
+from kiam_eks.invariants import Resource, Violation, check_all
+from kiam_eks.invariants.model import UNKNOWN
+from kiam_eks.invariants.pod_identity import Association
 from tests import guarantee_views as g
 from tests.conftest import expected_of
 from tests.test_invariants import PAYER, billing_role, not_exactly

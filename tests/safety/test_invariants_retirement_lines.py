@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from invariants import Resource, Violation, check_all
+from kiam_eks.invariants import Resource, Violation, check_all
 from tests import guarantee_views as g
 from tests.conftest import expected_of
 

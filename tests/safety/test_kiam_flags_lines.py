@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specs import kiam_flags
+from kiam_eks.specs import kiam_flags
 from tests.conftest import base_config
 from tests.safety import stack_settings
 

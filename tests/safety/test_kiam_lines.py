@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from components.kiam import KiamArgs, RetiredRoles
+from kiam_eks.components.kiam import KiamArgs, RetiredRoles
+from kiam_eks.contracts import tokens
 from tests.conftest import base_config, run_program
 from tests.safety import assert_frozen_and_keyword_only, stack_settings
 from tests.test_adoption import CA_CERT, CA_KEY, adoption_config
@@ -37,7 +38,7 @@ def test_an_association_is_a_child_of_its_role_and_waits_for_the_pod_identity_ag
         )
     )
     association = rec.one("aws:eks/podIdentityAssociation:PodIdentityAssociation")
-    assert association.parent == rec.one("kiam:index:ApplicationRole", "kiam-app-billing").urn
+    assert association.parent == rec.one(tokens.APPLICATION_ROLE, "kiam-app-billing").urn
     assert rec.one("aws:eks/addon:Addon").urn in association.dependencies
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.node_group import NodeGroupArgs
+from kiam_eks.components.node_group import NodeGroupArgs
 from tests.conftest import base_config
 from tests.safety import assert_frozen_and_keyword_only, stack_settings
 from tools.mock_engine import Recording

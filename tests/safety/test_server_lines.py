@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.server import ServerArgs, rolling_update
-from specs import kiam_flags
+from kiam_eks.components.server import ServerArgs, rolling_update
+from kiam_eks.specs import kiam_flags
 from tests.conftest import base_config, only_container, pod_spec, run_program
 from tests.safety import assert_frozen_and_keyword_only, stack_settings
 from tools.mock_engine import Recording

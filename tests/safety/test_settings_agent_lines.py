@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from settings.agent import (
+from kiam_eks.settings.agent import (
     AGENT_REQUEST_SECONDS,
     FAILOVER_LIMIT_SECONDS,
     READINESS_PROBE_TIMEOUT_SECONDS,

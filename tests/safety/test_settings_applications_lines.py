@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from settings.applications import ApplicationSettings, ServedBy
-from settings.iam import IamSettings
-from settings.policy_document import ROLE_INLINE_POLICY_CHARACTERS, policy_characters
+from kiam_eks.settings.applications import ApplicationSettings, ServedBy
+from kiam_eks.settings.iam import IamSettings
+from kiam_eks.settings.policy_document import ROLE_INLINE_POLICY_CHARACTERS, policy_characters
 from tests.safety import model_problems
 
 APP = {"namespace": "team-a", "roleName": "app"}

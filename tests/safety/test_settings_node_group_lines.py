@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from settings.node_group import NodeGroupSettings
+from kiam_eks.settings.node_group import NodeGroupSettings
 from tests.safety import model_problems
 
 SUBNETS = [

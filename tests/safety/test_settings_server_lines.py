@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from settings.server import ServerSettings
+from kiam_eks.settings.server import ServerSettings
 from tests.safety import model_problems
 
 SESSIONS = "must be above 15m and at most 60m (kiam's minimum; the role-chaining maximum)"

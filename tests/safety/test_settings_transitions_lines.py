@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from contracts import tokens
-from settings.agent import TolerationSettings
-from settings.installed import installed_by
-from settings.transitions import RefusedChangeError, describe, judge
+from kiam_eks.contracts import tokens
+from kiam_eks.settings.agent import TolerationSettings
+from kiam_eks.settings.installed import installed_by
+from kiam_eks.settings.transitions import RefusedChangeError, describe, judge
 from tests.conftest import base_config, run_component
 from tests.test_transitions import SOURCE, settings_of
 
@@ -82,9 +82,9 @@ def test_a_toleration_is_named_as_kubernetes_matches_it(
 def test_a_kiam_used_as_a_component_without_a_last_update_has_nothing_to_roll() -> None:
     """`Kiam` built by a program of its own, with no transition: its first update, so a
     retirement has no running agents to roll and registers no patch."""
-    from components.kiam import Kiam, KiamArgs
-    from program.aws_cloud import AwsCloud
-    from settings.loader import settings_from_values
+    from kiam_eks.components.kiam import Kiam, KiamArgs
+    from kiam_eks.program.aws_cloud import AwsCloud
+    from kiam_eks.settings.loader import settings_from_values
 
     values = {k.removeprefix("kiam:"): v for k, v in base_config().items()}
     settings = settings_from_values({**values, "retire": True}, "test")
@@ -93,5 +93,5 @@ def test_a_kiam_used_as_a_component_without_a_last_update_has_nothing_to_roll() 
         Kiam("kiam", KiamArgs(settings=settings, cloud=AwsCloud(settings, oidc_issuer=None)))
 
     rec = run_component(retired)
-    assert rec.by_type("kiam:index:AgentRetirement")
+    assert rec.by_type(tokens.AGENT_RETIREMENT)
     assert rec.by_type(tokens.DAEMON_SET_PATCH) == []

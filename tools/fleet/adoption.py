@@ -9,7 +9,7 @@ from typing import get_args
 
 import yaml
 
-from settings.adoption import Phase
+from kiam_eks.settings.adoption import Phase
 
 PHASES: tuple[str, ...] = get_args(Phase)  # servers, takeover, complete
 KEY_PATH = "kiam:adoption.phase"

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from settings import SettingsError, settings_from_stack_file
-from settings.stack import StackSettings
+from kiam_eks.settings import SettingsError, settings_from_stack_file
+from kiam_eks.settings.stack import StackSettings
 from tools.fleet.adoption import KEY_PATH, PHASES, refusal
 from tools.fleet.engine import AutomationEngine, Engine
 from tools.fleet.fleet_file import DEFAULT_FLEET_FILE, FleetFile, FleetFileError, load_fleet_file

@@ -10,8 +10,8 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from settings.base import duration_seconds, is_duration, matching
-from settings.loader import problems_message
+from kiam_eks.settings.base import duration_seconds, is_duration, matching
+from kiam_eks.settings.loader import problems_message
 
 DEFAULT_FLEET_FILE = Path("fleet.yaml")
 DEFAULT_STATE_FILE = Path(".fleet/rollout-state.json")

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from contracts.labels import NODE_GROUP_LABEL, selector_labels
-from contracts.rollouts import ENDPOINT_SLICE_SERVICE_LABEL
-from settings.agent import TolerationSettings
-from settings.stack import StackSettings
+from kiam_eks.contracts.labels import NODE_GROUP_LABEL, selector_labels
+from kiam_eks.contracts.rollouts import ENDPOINT_SLICE_SERVICE_LABEL
+from kiam_eks.settings.agent import TolerationSettings
+from kiam_eks.settings.stack import StackSettings
 from tools.kube_api import KubeApi, is_ready, selector
 
 Obj = dict[str, Any]

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from settings.stack import StackSettings
+from kiam_eks.settings.stack import StackSettings
 from tools.fleet.engine import Engine
 from tools.fleet.fleet_file import FleetFile
 

@@ -11,9 +11,14 @@ from typing import Any
 
 from pulumi.automation import events as ev
 
-from contracts import tokens
-from contracts.names import SERVER_NODES
-from contracts.rollouts import MANDATORY_ENFORCEMENT, POD_TEMPLATE_PATH, REPLACE_OPS, STEP_INPUTS
+from kiam_eks.contracts import tokens
+from kiam_eks.contracts.names import SERVER_NODES
+from kiam_eks.contracts.rollouts import (
+    MANDATORY_ENFORCEMENT,
+    POD_TEMPLATE_PATH,
+    REPLACE_OPS,
+    STEP_INPUTS,
+)
 from tools.fleet.engine import Engine, EngineError
 
 # Columns of the summary counts, as the engine's SummaryEvent names the operations.

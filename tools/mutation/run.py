@@ -41,6 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from tools.package_layout import link_tree
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10, which the project supports: the same parser, from PyPI
@@ -218,11 +220,27 @@ def write_config(target: Target, shared: dict[str, Any], timeout: float, path: P
     path.write_text("\n".join(lines) + "\n")
 
 
+def tree_environment(tree: Path) -> dict[str, str]:
+    """The environment the tree's tests run in: `kiam_eks` is the tree's own (a tree of links to
+    its folders, first on PYTHONPATH, ahead of the checkout's editable install), so the tests load
+    the mutant, and no byte code is written (a mutant and the restored original can share a size
+    and an mtime second)."""
+    links = link_tree(tree, tree / "build" / "package")
+    return {**os.environ, "PYTHONPATH": str(links), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def _run(command: Sequence[str], cwd: Path, log: Path) -> None:
     with log.open("a") as out:
         out.write(f"$ {shlex.join(command)}\n")
         out.flush()
-        subprocess.run(command, cwd=cwd, check=True, stdout=out, stderr=subprocess.STDOUT)
+        subprocess.run(
+            command,
+            cwd=cwd,
+            check=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=tree_environment(cwd),
+        )
 
 
 def _mutated_lines(diff: str) -> str:
@@ -334,7 +352,7 @@ def run_target(target: Target, shared: dict[str, Any], mode: str) -> Outcome:
             baseline = subprocess.run(
                 shlex.split(test_command(target)),
                 cwd=tree,
-                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                env=tree_environment(tree),
                 capture_output=True,
                 text=True,
             )

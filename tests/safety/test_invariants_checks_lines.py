@@ -319,3 +319,173 @@ def test_a_federated_principal_is_irsa_only_with_a_service_account_condition(
             "and EKS Pod Identity only",
         )
     ]
+
+
+def _server(rs: list[Resource]) -> Resource:
+    return next(r for r in rs if r.type == "kubernetes:apps/v1:Deployment")
+
+
+def _with_server_args(rs: list[Resource], flag: str, value: str) -> tuple[list[Resource], Resource]:
+    deployment = _server(rs)
+    inputs = copy.deepcopy(dict(deployment.inputs))
+    container = inputs["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [
+        f"{flag}={value}" if a.startswith(f"{flag}=") else a for a in container["args"]
+    ]
+    return _replaced(rs, deployment, inputs=inputs), deployment
+
+
+def test_a_session_of_15_minutes_10_seconds_is_above_15_minutes(
+    base_resources: list[Resource],
+) -> None:
+    """The lower bound is 15m exclusive, to the second: 15m10s is allowed, 15m is not."""
+    expected = expected_of(base_config())
+    rs, _ = _with_server_args(base_resources, "--session-duration", "15m10s")
+    rs, _ = _with_server_args(rs, "--session-refresh", "5m")
+    assert check_all(rs, expected) == []
+    rs, deployment = _with_server_args(rs, "--session-duration", "15m")
+    assert check_all(rs, expected) == [
+        Violation(
+            "server-args",
+            deployment.urn,
+            "session duration ['15m'] is not above 15m and at most 60m",
+        )
+    ]
+
+
+def test_anti_affinity_must_select_the_servers_own_pods(base_resources: list[Resource]) -> None:
+    deployment = _server(base_resources)
+    inputs = copy.deepcopy(dict(deployment.inputs))
+    affinity = inputs["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    [term] = affinity["requiredDuringSchedulingIgnoredDuringExecution"]
+    term["labelSelector"]["matchLabels"] = {"app": "something-else"}
+    rs = _replaced(base_resources, deployment, inputs=inputs)
+    found = [v for v in check_all(rs, expected_of(base_config())) if v.resource == deployment.urn]
+    assert [v.id for v in found] == ["server-anti-affinity"]
+
+
+def _pdb_spec(rs: list[Resource], spec: dict[str, object]) -> tuple[list[Resource], Resource]:
+    pdb = next(r for r in rs if r.type == "kubernetes:policy/v1:PodDisruptionBudget")
+    selector = pdb.inputs["spec"]["selector"]
+    return _replaced(rs, pdb, inputs={**pdb.inputs, "spec": {"selector": selector, **spec}}), pdb
+
+
+def test_a_budget_that_allows_no_disruption_or_names_no_bound_is_caught(
+    base_resources: list[Resource],
+) -> None:
+    """maxUnavailable 0 blocks every drain of a server node; a budget with neither bound is no
+    bound at all."""
+    expected = expected_of(base_config())
+    for spec, allows in (({"maxUnavailable": 0}, "0"), ({}, "None")):
+        rs, pdb = _pdb_spec(base_resources, spec)
+        assert check_all(rs, expected) == [
+            Violation(
+                "server-disruption-budget",
+                pdb.urn,
+                f"allows {allows} disruptions of 3 servers; must be exactly 1 and fewer than the replicas",
+            )
+        ], spec
+
+
+def test_a_budget_of_min_available_for_servers_of_unknown_count_is_judged_without_a_count(
+    base_resources: list[Resource],
+) -> None:
+    from kiam_eks.invariants import UNKNOWN
+
+    deployment = _server(base_resources)
+    inputs = copy.deepcopy(dict(deployment.inputs))
+    inputs["spec"]["replicas"] = UNKNOWN
+    rs = _replaced(base_resources, deployment, inputs=inputs)
+    rs, pdb = _pdb_spec(rs, {"minAvailable": 2})
+    found = [v for v in check_all(rs, expected_of(base_config())) if v.resource == pdb.urn]
+    assert [v.reason.split(";")[0] for v in found] == ["allows None disruptions of <unknown> servers"]
+
+
+def _role(rs: list[Resource], name: str) -> Resource:
+    return next(r for r in rs if r.type == "aws:iam/role:Role" and r.name == name)
+
+
+def _server_role_trusting(rs: list[Resource], principal: dict[str, str]) -> list[Resource]:
+    role = _role(rs, "kiam-iam-server")
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": principal, "Action": "sts:AssumeRole"}],
+    }
+    return _replaced(rs, role, inputs={**role.inputs, "assumeRolePolicy": json.dumps(trust)})
+
+
+def _trust_violations(rs: list[Resource]) -> list[str]:
+    server_role = _role(rs, "kiam-iam-server")
+    return [
+        v.reason
+        for v in check_all(rs, expected_of(base_config()))
+        if v.resource == server_role.urn and v.reason.startswith("trust")
+    ]
+
+
+def test_the_server_role_trusts_the_node_role_and_no_other_principal(
+    base_resources: list[Resource],
+) -> None:
+    node_arn = _role(base_resources, "kiam-iam-server-node").outputs["arn"]
+    other = "arn:aws:iam::111122223333:role/someone-else"
+    for principal in (
+        {"AWS": node_arn, "Service": "ec2.amazonaws.com"},  # a second kind of principal
+        {"AWS": other},  # another role
+    ):
+        rs = _server_role_trusting(base_resources, principal)
+        assert _trust_violations(rs) == [
+            f"trust admits {principal!r}, not only the server node role"
+        ]
+    assert _trust_violations(_server_role_trusting(base_resources, {"AWS": node_arn})) == []
+
+
+def test_a_whole_account_is_refused_while_the_node_role_s_arn_is_unknown(
+    base_resources: list[Resource],
+) -> None:
+    """Before the node role has an ARN (a policy pack's preview of a new stack) the trust can
+    still be judged for `*` and a whole account."""
+    node = _role(base_resources, "kiam-iam-server-node")
+    outputs = {k: v for k, v in node.outputs.items() if k != "arn"}
+    rs = _replaced(base_resources, node, outputs=outputs)
+    root = {"AWS": "arn:aws:iam::111122223333:root"}
+    assert _trust_violations(_server_role_trusting(rs, root)) == [
+        f"trust admits {root!r}, not only the server node role"
+    ]
+    assert _trust_violations(_server_role_trusting(rs, {"AWS": "arn:aws:iam::1:role/x"})) == []
+
+
+def test_the_excluding_expression_is_found_after_one_on_another_key(
+    base_resources: list[Resource],
+) -> None:
+    agent = next(r for r in base_resources if r.type == "kubernetes:apps/v1:DaemonSet")
+    inputs = copy.deepcopy(dict(agent.inputs))
+    affinity = inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    [term] = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    term["matchExpressions"] = [
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        *term["matchExpressions"],
+    ]
+    rs = _replaced(base_resources, agent, inputs=inputs)
+    assert check_all(rs, expected_of(base_config())) == []
+
+
+def test_an_inline_policy_not_known_yet_is_skipped_and_the_next_one_still_judged() -> None:
+    """During a preview a policy's name or document may be unknown: that one is skipped (it is
+    judged on `up`), and every policy after it is still judged."""
+    from kiam_eks.invariants import UNKNOWN
+    from tests.test_invariants import WITH_INLINE
+
+    rs = resources_from_recording(run_program(WITH_INLINE))
+    expected = expected_of(WITH_INLINE)
+    [read] = [r for r in rs if r.type == "aws:iam/rolePolicy:RolePolicy" and "billing" in r.name]
+    assert check_all(rs, expected) == []
+
+    def policy(suffix: str, name: object, document: object) -> Resource:
+        inputs = {**read.inputs, "name": name, "policy": document}
+        return dataclasses.replace(read, urn=read.urn + suffix, name=read.name + suffix, inputs=inputs)
+
+    not_known = policy("-document-unknown", "read", UNKNOWN)
+    assert check_all([*rs, not_known], expected) == []
+    name_unknown = policy("-name-unknown", UNKNOWN, read.inputs["policy"])
+    extra = policy("-extra", "extra", read.inputs["policy"])
+    assert [v.resource for v in check_all([*rs, name_unknown, extra], expected)] == [extra.urn]

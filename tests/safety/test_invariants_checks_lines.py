@@ -398,7 +398,9 @@ def test_a_budget_of_min_available_for_servers_of_unknown_count_is_judged_withou
     rs = _replaced(base_resources, deployment, inputs=inputs)
     rs, pdb = _pdb_spec(rs, {"minAvailable": 2})
     found = [v for v in check_all(rs, expected_of(base_config())) if v.resource == pdb.urn]
-    assert [v.reason.split(";")[0] for v in found] == ["allows None disruptions of <unknown> servers"]
+    assert [v.reason.split(";")[0] for v in found] == [
+        "allows None disruptions of <unknown> servers"
+    ]
 
 
 def _role(rs: list[Resource], name: str) -> Resource:
@@ -482,7 +484,9 @@ def test_an_inline_policy_not_known_yet_is_skipped_and_the_next_one_still_judged
 
     def policy(suffix: str, name: object, document: object) -> Resource:
         inputs = {**read.inputs, "name": name, "policy": document}
-        return dataclasses.replace(read, urn=read.urn + suffix, name=read.name + suffix, inputs=inputs)
+        return dataclasses.replace(
+            read, urn=read.urn + suffix, name=read.name + suffix, inputs=inputs
+        )
 
     not_known = policy("-document-unknown", "read", UNKNOWN)
     assert check_all([*rs, not_known], expected) == []

@@ -226,3 +226,13 @@ def test_a_patch_is_validated_strictly_but_for_required_fields() -> None:
         f"{file}: kubernetes-validate 1.33.0 strict (a patch: required fields not checked): "
         "spec.updateStrategy: Additional properties are not allowed ('rollingUpdat' was unexpected)",
     ]
+
+
+def test_the_bench_replaces_its_table_and_keeps_the_sections_after_it() -> None:
+    from tools.bench import MARKER, with_table
+
+    body = f"# Performance\n\nintro\n\n{MARKER}\nold table\n\n## The real engine\n\nkept\n"
+    assert with_table(body, "new table\n") == (
+        f"# Performance\n\nintro\n\n{MARKER}\nnew table\n\n## The real engine\n\nkept\n"
+    )
+    assert with_table(f"intro\n{MARKER}\nold\n", "new") == f"intro\n{MARKER}\nnew\n"

@@ -84,6 +84,17 @@ def _cpu() -> str:
     return platform.processor() or "unknown CPU"
 
 
+MARKER = "<!-- bench -->"
+
+
+def with_table(body: str, table: str) -> str:
+    """`body` with the text between MARKER and the next section heading replaced by `table`;
+    everything after that heading is kept (the real engine's figures follow the table)."""
+    head, _, rest = body.partition(MARKER)
+    _, heading, tail = rest.partition("\n## ")
+    return f"{head}{MARKER}\n{table.rstrip()}\n" + (f"\n## {tail}" if heading else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench")
     parser.add_argument("--runs", type=int, default=5)
@@ -95,10 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report(results, args.runs)
     print(text)
     if args.write:
-        body = REPORT.read_text() if REPORT.exists() else ""
-        marker = "<!-- bench -->"
-        head, _, _ = body.partition(marker)
-        REPORT.write_text(f"{head}{marker}\n{text}")
+        REPORT.write_text(with_table(REPORT.read_text() if REPORT.exists() else "", text))
     worst = max(seconds for label, seconds in results if "with validators" in label)
     return 0 if worst <= TARGET_RATIO * results[0][1] else 1
 

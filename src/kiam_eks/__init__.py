@@ -19,13 +19,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kiam_eks.components.kiam import Kiam, KiamArgs
 
-# Each public name and the module that defines it.
-_PUBLIC = {
-    "Kiam": "kiam_eks.components.kiam",
-    "KiamArgs": "kiam_eks.components.kiam",
-}
+__all__ = ["Kiam", "KiamArgs"]
 
-__all__ = ["Kiam", "KiamArgs"]  # exactly _PUBLIC (tests/test_package.py)
+# Each public name and the module that defines it.
+_PUBLIC = dict.fromkeys(__all__, "kiam_eks.components.kiam")
 
 
 def __getattr__(name: str) -> Any:

@@ -11,6 +11,7 @@ from kiam_eks.contracts import tokens
 from tests.conftest import base_config, run_program
 from tests.safety import assert_frozen_and_keyword_only, stack_settings
 from tests.test_adoption import CA_CERT, CA_KEY, adoption_config
+from tests.test_served_by import config
 from tools.mock_engine import Recording
 
 
@@ -24,19 +25,7 @@ def test_the_running_installs_ca_signs_the_leaves_certificate_and_key_in_place()
 
 
 def test_an_association_is_a_child_of_its_role_and_waits_for_the_pod_identity_agent() -> None:
-    rec = run_program(
-        base_config(
-            applications={
-                "billing": {
-                    "namespace": "billing",
-                    "roleName": "billing-api",
-                    "servedBy": "podIdentity",
-                    "serviceAccount": "api",
-                }
-            },
-            podIdentityAgent={"manageAddon": True},
-        )
-    )
+    rec = run_program(config("podIdentity", manage=True))
     association = rec.one("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert association.parent == rec.one(tokens.APPLICATION_ROLE, "kiam-app-billing").urn
     assert rec.one("aws:eks/addon:Addon").urn in association.dependencies

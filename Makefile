@@ -114,8 +114,11 @@ $(E2E_BIN)/.installed: e2e/requirements.txt pyproject.toml $(PACKAGE_FILES)
 
 e2e-install: e2e-toolchain $(E2E_BIN)/.installed
 
+# Two workers (pytest-xdist), each running whole test modules, longest first (e2e/tests/conftest.py):
+# E2E_WORKERS=0 runs the suite in one process.
+E2E_WORKERS ?= 2
 e2e: e2e-install  ## The real-engine suite: real CLI, provider, control plane (minutes)
-	$(E2E_BIN)/python -m pytest e2e/tests -v --durations=15
+	$(E2E_BIN)/python -m pytest e2e/tests -v --durations=15 -n $(E2E_WORKERS) --dist loadfile --no-loadscope-reorder
 
 e2e-bench: e2e-install  ## The dev stack on the real engine against the engine's floor
 	$(E2E_BIN)/python -m e2e.bench

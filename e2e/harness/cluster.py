@@ -3,10 +3,14 @@ simulating nodes and pods, started and stopped by `kwokctl` from the toolchain's
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +18,21 @@ from e2e.harness.kube import ApiError, Kube
 from e2e.harness.toolchain import pinned
 
 START_TIMEOUT_SECONDS = 180
+# kwokctl gives each component the first port, counting down from 32766, that nothing listens on
+# yet (sigs.k8s.io/kwok v0.8.0, pkg/utils/net/unused_port.go `GetUnusedPort`): two clusters
+# created at the same moment pick the same ports. So creating one is serialised machine-wide (the
+# suite's parallel workers, a sandbox), until its components listen (`--wait`).
+CREATE_LOCK = Path(tempfile.gettempdir()) / "kiam-e2e-kwokctl-create.lock"
+
+
+@contextmanager
+def _creating_alone() -> Iterator[None]:
+    with CREATE_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -52,7 +71,17 @@ class ControlPlane:
         """Create the cluster (nothing is downloaded: every binary is the toolchain's)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         b = self.bin_dir
-        done = self._kwokctl(
+        with _creating_alone():
+            done = self._create(b)
+        if done.returncode != 0:
+            self.stop()
+            raise RuntimeError(f"kwokctl create cluster failed:\n{done.stdout}\n{done.stderr}")
+        kube = Kube(self.kubeconfig, self.bin_dir / "kubectl")
+        _wait_for_default_service_account(kube)
+        return kube
+
+    def _create(self, b: Path) -> subprocess.CompletedProcess[str]:
+        return self._kwokctl(
             "create", "cluster",
             "--runtime", "binary",
             f"--kube-apiserver-binary={b / 'kube-apiserver'}",
@@ -63,12 +92,6 @@ class ControlPlane:
             f"--kubeconfig={self.kubeconfig}",
             "--wait=120s",
         )  # fmt: skip
-        if done.returncode != 0:
-            self.stop()
-            raise RuntimeError(f"kwokctl create cluster failed:\n{done.stdout}\n{done.stderr}")
-        kube = Kube(self.kubeconfig, self.bin_dir / "kubectl")
-        _wait_for_default_service_account(kube)
-        return kube
 
     def is_running(self) -> bool:
         if not self.kubeconfig.exists():

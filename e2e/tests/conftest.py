@@ -118,6 +118,39 @@ def set_settings(env: Environment, stack: PulumiStack, config: dict[str, Any]) -
     stack.use_settings(stack_file)
 
 
+# The test modules, longest first, by what each took in one process on 2 cores (2026-12-01, beside
+# a mutation run at nice 19: 2359 s in all; docs/performance.md). Two workers each take the next
+# module as they near the end of one (pytest-xdist --dist loadfile, --no-loadscope-reorder), so
+# with the longest started first the two finish close together. tests/test_e2e_suite_order.py
+# holds that every module is here.
+LONGEST_FIRST = (
+    "test_node_changes",  # 440 s
+    "test_fleet",  # 271 s
+    "test_adoption",  # 260 s
+    "test_leaving_kiam",  # 250 s
+    "test_transitions",  # 180 s
+    "test_retire",  # 160 s
+    "test_policy_pack",  # 139 s
+    "test_namespace_permissions",  # 106 s
+    "test_install",  # 98 s
+    "test_retire_interrupted",  # 72 s
+    "test_drift",  # 65 s
+    "test_previews",  # 56 s
+    "test_drain",  # 55 s
+    "test_bad_input",  # 55 s
+    "test_upgrade",  # 51 s
+    "test_monitoring",  # 47 s
+    "test_destroy",  # 38 s
+    "test_kiam_usage",  # 16 s
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    # A stable sort: each module's tests keep their order.
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
@@ -133,6 +166,19 @@ def changes(preview_json: str) -> dict[tuple[str, str], str]:
         for s in json.loads(preview_json).get("steps") or []
         if s["op"] not in ("same", "read")
     }
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # On a pytest-xdist worker (`make e2e` runs two): hand the measured lines to the controller,
+    # which prints them (pytest_testnodedown); `workeroutput` is xdist's channel for this.
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["measured"] = list(REPORT)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    REPORT.extend(getattr(node, "workeroutput", {}).get("measured", []))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

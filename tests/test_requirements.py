@@ -5,10 +5,12 @@ for the targets that need it."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,8 @@ from tools.package_layout import PACKAGE, module_file
 FIRST_PARTY = {p.parent.name for p in PROJECT_DIR.glob("*/__init__.py")} | {PACKAGE}
 
 
+# The walk parses each module once for the whole file: five walks share most of the package.
+@functools.cache
 def _module_file(module: str) -> Path | None:
     if module.split(".")[0] == PACKAGE:
         return module_file(module)
@@ -31,7 +35,8 @@ def _module_file(module: str) -> Path | None:
     return None
 
 
-def _imported_modules(path: Path) -> set[str]:
+@functools.cache
+def _imported_modules(path: Path) -> frozenset[str]:
     """Every module `path` imports, at the top or inside a function (a lazy import still runs)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -41,7 +46,7 @@ def _imported_modules(path: Path) -> set[str]:
             found.add(node.module)
             # `from package import module` loads the submodule too.
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return found
+    return frozenset(found)
 
 
 def third_party_imports(*roots: Path) -> set[str]:
@@ -70,8 +75,13 @@ def third_party_imports(*roots: Path) -> set[str]:
 
 def distributions(import_names: set[str]) -> set[str]:
     """The installed distributions providing these top-level import names, normalised."""
-    providers = importlib.metadata.packages_distributions()
+    providers = _packages_distributions()
     return {_normalise(dist) for name in import_names for dist in providers[name]}
+
+
+@functools.cache
+def _packages_distributions() -> Mapping[str, list[str]]:
+    return importlib.metadata.packages_distributions()
 
 
 def requirement_names(file: str) -> set[str]:

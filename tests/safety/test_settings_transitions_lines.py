@@ -124,8 +124,8 @@ MOVE = (
 )
 
 
-def judged(after: dict[str, Any], previous: Installed, state: dict[str, str] | None = None) -> Any:
-    return judge(settings_of(after), previous, state or {}, SOURCE)
+def judged(after: dict[str, Any], previous: Installed) -> Transition:
+    return judge(settings_of(after), previous, {}, SOURCE)
 
 
 def verdicts(after: dict[str, Any], before: dict[str, Any]) -> list[tuple[str, str]]:

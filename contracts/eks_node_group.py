@@ -19,7 +19,7 @@ Sources, spelled out literally by `tests/contracts/test_eks_node_group.py`:
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 # EKS user guide, "Delete a managed node group" (scale-in terminates nodes the same way): "If the
 # node hasn't been drained after 5 minutes, Amazon EKS lets Auto Scaling continue the forced
@@ -27,7 +27,7 @@ from enum import Enum
 DRAIN_BEFORE_TERMINATION_SECONDS = 5 * 60
 
 
-class NodeChange(str, Enum):
+class NodeChange(StrEnum):
     """The path EKS takes for a change of one node group argument."""
 
     REPLACEMENT = "replacement"

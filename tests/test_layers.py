@@ -5,18 +5,15 @@ layers only."""
 from __future__ import annotations
 
 import ast
+import tomllib
 from typing import Any
-
-import pytest
 
 from tools.mock_engine import PROJECT_DIR
 from tools.package_layout import PACKAGE, package_dirs
 
 
 def import_linter() -> dict[str, Any]:
-    """The linter's configuration; only the tests reading it need `tomllib` (Python 3.11+, as CI
-    runs): on 3.10, which the project supports too, they skip and the others still run."""
-    tomllib = pytest.importorskip("tomllib")
+    """The linter's configuration."""
     config: dict[str, Any] = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())
     return config["tool"]["importlinter"]
 

@@ -10,6 +10,7 @@ import importlib.metadata
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -121,7 +122,6 @@ def test_requirements_txt_is_exactly_what_the_program_imports() -> None:
 
 def package_dependencies() -> set[str]:
     """The names of pyproject.toml's `[project] dependencies`, each with an upper bound."""
-    tomllib = pytest.importorskip("tomllib")
     dependencies = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["project"][
         "dependencies"
     ]

@@ -669,7 +669,7 @@ def _tls_data(dns: list[str]) -> dict[str, str]:
     name = cx509.Name([cx509.NameAttribute(NameOID.COMMON_NAME, "kiam-server")])
     import datetime
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         cx509.CertificateBuilder()
         .subject_name(name)

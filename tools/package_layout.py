@@ -9,13 +9,8 @@ package (`link_tree`).
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from pathlib import Path
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10: the mapping is read by a line scan instead
-    tomllib = None
 
 PACKAGE = "kiam_eks"
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,17 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def package_dirs(root: Path = ROOT) -> dict[str, Path]:
     """Each package name (`kiam_eks`, `kiam_eks.components`, ...) and its folder under `root`."""
     text = (root / "pyproject.toml").read_text()
-    if tomllib is not None:
-        mapping = tomllib.loads(text)["tool"]["setuptools"]["package-dir"]
-    else:
-        mapping = _scan_package_dir(text)
+    mapping = tomllib.loads(text)["tool"]["setuptools"]["package-dir"]
     return {name: root / folder for name, folder in mapping.items()}
-
-
-def _scan_package_dir(text: str) -> dict[str, str]:
-    section = text.split("[tool.setuptools.package-dir]", 1)[1].split("\n[", 1)[0]
-    pairs = (line.split("=", 1) for line in section.splitlines() if "=" in line)
-    return {name.strip().strip('"'): folder.strip().strip('"') for name, folder in pairs}
 
 
 def module_file(module: str, root: Path = ROOT) -> Path | None:

@@ -134,7 +134,7 @@ def _name(common_name: str, organization: str) -> x509.Name:
 def _builder(
     subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, hours: int
 ) -> x509.CertificateBuilder:
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     return (
         x509.CertificateBuilder()
         .subject_name(subject)

@@ -35,6 +35,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import tomllib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,11 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from tools.package_layout import link_tree
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10, which the project supports: the same parser, from PyPI
-    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

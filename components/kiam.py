@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from kiam_eks.components.agent import Agent, AgentArgs
 from kiam_eks.components.agent_retirement import AgentRetirement, AgentRetirementArgs
 from kiam_eks.components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
 from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
+from kiam_eks.components.namespace import kiam_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
 from kiam_eks.components.server import Server, ServerArgs
 from kiam_eks.components.tls import Tls, TlsArgs
@@ -149,19 +149,13 @@ class Kiam(pulumi.ComponentResource):
         the cluster keeps it (settings/transitions.py)."""
         if transition.namespace == "use":
             return s.namespace.name
-        namespace: pulumi.Output[str] = k8s.core.v1.Namespace(
+        return kiam_namespace(
             f"{name}-namespace",
-            metadata={
-                "name": s.namespace.name,
-                # The agent needs host networking and NET_ADMIN: Pod Security must allow it here.
-                "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
-            },
-            opts=pulumi.ResourceOptions.merge(
-                child,
-                pulumi.ResourceOptions(retain_on_delete=transition.namespace == "release"),
+            s.namespace.name,
+            pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(retain_on_delete=transition.namespace == "release")
             ),
-        ).metadata.name
-        return namespace
+        )
 
     def _install(self, name: str, args: KiamArgs, child: pulumi.ResourceOptions) -> None:
         s, cloud = args.settings, args.cloud

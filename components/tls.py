@@ -6,6 +6,7 @@ real-engine tests); what they must say, and the Secrets that carry them, are dec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pulumi
@@ -32,11 +33,25 @@ class TlsArgs:
     """Namespace of the Secrets."""
     server_dns_names: list[str]
     """DNS SANs of the server certificate (every name of the Service, and localhost)."""
-    authority: CertificateAuthority
-    """Issues the CA (unless `existing_ca` is given) and the leaf certificates."""
+    authority: CertificateAuthority | None
+    """Issues the CA (unless `existing_ca` is given) and the leaf certificates; None with
+    `provided`."""
     existing_ca: tuple[str, str] | None = None
     """A running install's CA (certificate PEM, private key PEM) to sign with instead of a new
     one, so its agents and servers and the new ones trust each other during a migration."""
+    provided: ProvidedCertificates | None = None
+    """Certificates the caller issued (the Kubernetes-side component, `KiamKubernetes`): stored
+    as they are, nothing issued here."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProvidedCertificates:
+    """kiam's CA certificate and the server's and agent's key pairs, issued by the caller: they
+    must say what `certificate_requests` asks for (the server's names: `server_dns_names`)."""
+
+    ca_cert_pem: pulumi.Input[str]
+    server: KeyPair
+    agent: KeyPair
 
 
 def certificate_requests(args: TlsArgs) -> dict[str, CertificateRequest]:
@@ -77,16 +92,10 @@ class Tls(pulumi.ComponentResource):
     ) -> None:
         super().__init__(tokens.TLS, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        if args.existing_ca is not None:
-            ca = KeyPair(
-                cert_pem=args.existing_ca[0], key_pem=pulumi.Output.secret(args.existing_ca[1])
-            )
-        else:
-            ca = args.authority.new_ca(f"{name}-ca", args.settings, child)
-        self.ca_cert_pem = pulumi.Output.from_input(ca.cert_pem)
+        leaf_of = self._leaves(name, args, child)
 
-        def secret(role: str, request: CertificateRequest) -> k8s.core.v1.Secret:
-            leaf = args.authority.issue(f"{name}-{role}", request, ca, child)
+        def secret(role: str) -> k8s.core.v1.Secret:
+            leaf = leaf_of(role)
             # Updated in place, never replaced (the stack's Kubernetes provider has
             # enableSecretMutable, program/kubernetes.py), and mounted as a directory (not
             # subPath), so the kubelet swaps renewed files under a running kiam, which reloads them.
@@ -101,9 +110,8 @@ class Tls(pulumi.ComponentResource):
                 opts=child,
             )
 
-        requests = certificate_requests(args)
-        self.server_secret = secret("server", requests["server"])
-        self.agent_secret = secret("agent", requests["agent"])
+        self.server_secret = secret("server")
+        self.agent_secret = secret("agent")
         self.register_outputs(
             {
                 "server_secret": self.server_secret,
@@ -111,3 +119,25 @@ class Tls(pulumi.ComponentResource):
                 "ca_cert_pem": self.ca_cert_pem,
             }
         )
+
+    def _leaves(
+        self, name: str, args: TlsArgs, child: pulumi.ResourceOptions
+    ) -> Callable[[str], KeyPair]:
+        """Sets `ca_cert_pem`; returns what gives each role's key pair: the caller's, or one
+        issued by the authority when first asked (each leaf registered just before its Secret)."""
+        if args.provided is not None:
+            provided = args.provided
+            self.ca_cert_pem = pulumi.Output.from_input(provided.ca_cert_pem)
+            return {"server": provided.server, "agent": provided.agent}.__getitem__
+        authority = args.authority
+        if authority is None:
+            raise ValueError("TlsArgs needs an authority or provided certificates")
+        if args.existing_ca is not None:
+            ca = KeyPair(
+                cert_pem=args.existing_ca[0], key_pem=pulumi.Output.secret(args.existing_ca[1])
+            )
+        else:
+            ca = authority.new_ca(f"{name}-ca", args.settings, child)
+        self.ca_cert_pem = pulumi.Output.from_input(ca.cert_pem)
+        requests = certificate_requests(args)
+        return lambda role: authority.issue(f"{name}-{role}", requests[role], ca, child)

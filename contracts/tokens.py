@@ -39,6 +39,8 @@ STACK_REFERENCE = "pulumi:pulumi:StackReference"
 # class to its token.
 COMPONENT_PACKAGE = "kiam"
 KIAM = "kiam:index:Kiam"
+# The Kubernetes side alone, for IAM, nodes and certificates made elsewhere (the public layer).
+KIAM_KUBERNETES = "kiam:index:KiamKubernetes"
 IAM = "kiam:index:Iam"
 SERVER_NODE_GROUP = "kiam:index:ServerNodeGroup"
 TLS = "kiam:index:Tls"
@@ -50,6 +52,7 @@ NAMESPACE_PERMISSIONS = "kiam:index:NamespacePermissions"
 MONITORING = "kiam:index:Monitoring"
 COMPONENTS = (
     KIAM,
+    KIAM_KUBERNETES,
     IAM,
     SERVER_NODE_GROUP,
     TLS,

@@ -4,6 +4,7 @@ every running install's URNs as they were."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,10 @@ import pulumi
 import pytest
 
 import kiam_eks
+from kiam_eks.components.kiam_kubernetes import KiamKubernetes
 from kiam_eks.contracts import tokens
-from tests.conftest import PROJECT_DIR, base_config, run_program
+from tests.conftest import PROJECT_DIR, base_config, run_component, run_program
+from tests.test_kiam_kubernetes import ARGS
 from tests.test_retire import retired_config, retiring_run
 from tests.urn_cases import CASES, urns
 from tools.package_layout import PACKAGE, module_file, package_dirs
@@ -21,7 +24,6 @@ RECORDED = PROJECT_DIR / "tests" / "fixtures" / "urns-before-package.json"
 
 
 def test_the_package_maps_each_of_its_folders_once() -> None:
-    tomllib = pytest.importorskip("tomllib")
     setuptools = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["tool"]["setuptools"]
     dirs = package_dirs()
     assert setuptools["packages"] == sorted(dirs)
@@ -59,9 +61,17 @@ def test_the_tests_run_against_the_installed_package() -> None:
 
 def test_the_public_names_load_on_first_use() -> None:
     from kiam_eks.components.kiam import Kiam, KiamArgs
+    from kiam_eks.components.kiam_kubernetes import KiamKubernetes, KiamKubernetesArgs
+    from kiam_eks.settings.public_args import ArgumentsError
 
-    assert kiam_eks.__all__ == sorted(kiam_eks._PUBLIC) == ["Kiam", "KiamArgs"]
-    assert (kiam_eks.Kiam, kiam_eks.KiamArgs) == (Kiam, KiamArgs)
+    assert kiam_eks.__all__ == sorted(kiam_eks._PUBLIC)
+    assert {name: getattr(kiam_eks, name) for name in kiam_eks.__all__} == {
+        "ArgumentsError": ArgumentsError,
+        "Kiam": Kiam,
+        "KiamArgs": KiamArgs,
+        "KiamKubernetes": KiamKubernetes,
+        "KiamKubernetesArgs": KiamKubernetesArgs,
+    }
     with pytest.raises(AttributeError, match="module 'kiam_eks' has no attribute 'Nothing'"):
         _ = kiam_eks.Nothing  # type: ignore[attr-defined]
 
@@ -85,6 +95,7 @@ def test_each_component_registers_the_token_named_like_its_class(
         )
     )
     retiring_run(retired_config())  # applications, and the retirement of a running install
+    run_component(lambda: KiamKubernetes("kiam", ARGS))  # the Kubernetes side alone
     ours = {(name, t) for name, t in seen if t.startswith(f"{tokens.COMPONENT_PACKAGE}:index:")}
     assert ours == {(t.split(":")[-1], t) for t in tokens.COMPONENTS}
 

@@ -1,0 +1,188 @@
+"""kiam's Kubernetes side alone, for a cluster whose IAM roles, dedicated node group and
+certificates are made elsewhere (terraform-aws-eks, pulumi-eks' `ManagedNodeGroup`, cert-manager,
+another stack): the servers as a Deployment on that node group, their headless Service and
+PodDisruptionBudget, the agents on every other node, the namespaces' permitted roles.
+
+The same components as `Kiam`'s (components/server.py, agent.py, tls.py, namespace_permissions.py),
+under the same names, from arguments a Pulumi program in any language passes: every value another
+resource computes is a `pulumi.Input`; the rest are plain values whose defaults and rules are the
+stack settings' (settings/), checked before anything is registered.
+"""
+
+# No `from __future__ import annotations`: the component provider reads these classes'
+# annotations as types at run time to infer the package's schema (provider/).
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+
+from kiam_eks.components.agent import Agent, AgentArgs
+from kiam_eks.components.cloud import KeyPair
+from kiam_eks.components.namespace import kiam_namespace
+from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
+from kiam_eks.components.server import Server, ServerArgs
+from kiam_eks.components.tls import ProvidedCertificates, Tls, TlsArgs
+from kiam_eks.contracts import names, tokens
+from kiam_eks.settings.adoption import Adoption
+from kiam_eks.settings.public_args import KubernetesSide, checked_role_arn, kubernetes_side
+
+
+# The docstrings below are the package schema's descriptions (the provider reads them from the
+# source, undedented), so each is one line.
+class KiamKubernetesArgs(TypedDict):
+    """The arguments of `KiamKubernetes`. Plain values default to the stack settings' defaults (docs/api.md lists each)."""
+
+    node_group_name: pulumi.Input[str]
+    """Name of the dedicated, tainted EKS managed node group the servers run on (its nodes' `eks.amazonaws.com/nodegroup` label). Pass the node group resource's name output: replacing the group then rolls the servers onto the new nodes before the old ones are drained."""
+    server_role_arn: pulumi.Input[str]
+    """The kiam-server role's ARN (kiam's `--assume-role-arn`): the role the server nodes' instance role may assume, and which alone may assume the application roles."""
+    role_base_arn: str
+    """kiam's `--role-base-arn`, such as `arn:aws:iam::111122223333:role/`: what a pod's annotation naming a role (not a full ARN) is appended to."""
+    region: str
+    """AWS region of the cluster: the server's regional STS endpoint."""
+    ca_certificate_pem: pulumi.Input[str]
+    """kiam's CA certificate (PEM), which signed the two below; servers and agents trust only it."""
+    server_certificate_pem: pulumi.Input[str]
+    """The server certificate (PEM): server and client authentication, for every name in the `serverDnsNames` output and the IP address 127.0.0.1 (the server's health probe)."""
+    server_private_key_pem: pulumi.Input[str]
+    """The server certificate's private key (PEM); stored only in a Secret."""
+    agent_certificate_pem: pulumi.Input[str]
+    """The agent certificate (PEM): client authentication."""
+    agent_private_key_pem: pulumi.Input[str]
+    """The agent certificate's private key (PEM); stored only in a Secret."""
+    permitted_roles: NotRequired[dict[str, list[pulumi.Input[str]]]]
+    """For each application namespace, the role ARNs its pods may have kiam assume: written as the namespace's `iam.amazonaws.com/permitted` annotation (kiam refuses every other role there)."""
+    namespace: NotRequired[str]
+    """Namespace of every kiam object (`kiam:namespace.name`)."""
+    create_namespace: NotRequired[bool]
+    """Create the namespace, labelled privileged for Pod Security (`kiam:namespace.create`)."""
+    server_replicas: NotRequired[int]
+    """Number of servers, one per node of the group (`kiam:server.replicas`)."""
+    server_nodes: NotRequired[int]
+    """The node group's desired size (`kiam:nodeGroup.desiredSize`): with more nodes than servers a new server starts before an old one stops."""
+    server_image: NotRequired[str]
+    """The kiam image of the servers (`kiam:server.image`)."""
+    agent_image: NotRequired[str]
+    """The kiam image of the agents (`kiam:agent.image`)."""
+    agent_host_interface: NotRequired[str]
+    """The pods' host network interfaces, for the agent's metadata rule (`kiam:agent.hostInterface`)."""
+    node_taint_key: NotRequired[str]
+    """Key of the taint (and label) dedicating the node group (`kiam:nodeGroup.taint.key`)."""
+    node_taint_value: NotRequired[str]
+    """Value of that taint and label (`kiam:nodeGroup.taint.value`)."""
+    node_taint_effect: NotRequired[str]
+    """Effect of that taint, in EKS's spelling (`kiam:nodeGroup.taint.effect`)."""
+    cluster_domain: NotRequired[str]
+    """The cluster's DNS domain (`kiam:cluster.clusterDomain`)."""
+
+
+class KiamKubernetes(pulumi.ComponentResource):
+    """kiam's servers and agents on a cluster whose IAM roles, dedicated node group and certificates are made elsewhere: the servers as a Deployment on the dedicated nodes (hard anti-affinity, exactly the group's toleration, a headless Service, a PodDisruptionBudget), the agents on every other node once the servers are Ready."""
+
+    server_address: pulumi.Output[str]
+    """The `host:port` agents dial: the headless Service's name in the cluster's domain."""
+    server_dns_names: pulumi.Output[list[str]]
+    """The DNS names the server certificate must hold."""
+    namespace: pulumi.Output[str]
+    """The namespace of every kiam object."""
+    server_deployment_name: pulumi.Output[str]
+    """Name of the kiam-server Deployment."""
+    agent_daemon_set_name: pulumi.Output[str]
+    """Name of the kiam-agent DaemonSet."""
+
+    def __init__(
+        self, name: str, args: KiamKubernetesArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        # Checked before the component itself is registered: a mistake creates nothing.
+        side = kubernetes_side(f"KiamKubernetes {name!r}", dict(args))
+        super().__init__(tokens.KIAM_KUBERNETES, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        namespace = self._namespace(name, side, child)
+        domain = side.cluster_domain
+        service = side.server.service_name
+        dns_names = names.service_dns_names(service, side.namespace.name, domain)
+        tls = Tls(
+            f"{name}-tls",
+            TlsArgs(
+                settings=side.tls,
+                namespace=namespace,
+                server_dns_names=dns_names,
+                authority=None,
+                provided=ProvidedCertificates(
+                    ca_cert_pem=args["ca_certificate_pem"],
+                    server=KeyPair(
+                        cert_pem=args["server_certificate_pem"],
+                        key_pem=pulumi.Output.secret(args["server_private_key_pem"]),
+                    ),
+                    agent=KeyPair(
+                        cert_pem=args["agent_certificate_pem"],
+                        key_pem=pulumi.Output.secret(args["agent_private_key_pem"]),
+                    ),
+                ),
+            ),
+            child,
+        )
+        adoption = Adoption.of(None)
+        server = Server(
+            f"{name}-server",
+            ServerArgs(
+                settings=side.server,
+                namespace=namespace,
+                region=side.region,
+                node_group_name=args["node_group_name"],
+                node_taint=side.taint,
+                spare_nodes=side.server_nodes - side.server.replicas,
+                server_role_arn=pulumi.Output.from_input(args["server_role_arn"]).apply(
+                    lambda arn: checked_role_arn(arn, "server_role_arn")
+                ),
+                role_base_arn=side.role_base_arn,
+                tls_secret=tls.server_secret,
+                adoption=adoption,
+            ),
+            child,
+        )
+        self.server_address = pulumi.Output.from_input(
+            names.agent_server_address(service, side.namespace.name, domain, side.server.grpc_port)
+        )
+        agent = Agent(
+            f"{name}-agent",
+            AgentArgs(
+                settings=side.agent,
+                namespace=namespace,
+                server_address=names.agent_server_address(
+                    service, side.namespace.name, domain, side.server.grpc_port
+                ),
+                server_node_taint=side.taint,
+                tls_secret=tls.agent_secret,
+                wait_for=[server.deployment],
+                adoption=adoption,
+            ),
+            child,
+        )
+        permitted: Mapping[str, Sequence[pulumi.Input[str]]] = args.get("permitted_roles") or {}
+        if permitted:
+            NamespacePermissions(
+                f"{name}-permissions",
+                NamespacePermissionsArgs(role_arns_by_namespace=permitted),
+                child,
+            )
+        self.server_dns_names = pulumi.Output.from_input(dns_names)
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.server_deployment_name = server.deployment.metadata.name
+        self.agent_daemon_set_name = agent.daemon_set.metadata.name
+        outputs: dict[str, Any] = {
+            "server_address": self.server_address,
+            "server_dns_names": self.server_dns_names,
+            "namespace": self.namespace,
+            "server_deployment_name": self.server_deployment_name,
+            "agent_daemon_set_name": self.agent_daemon_set_name,
+        }
+        self.register_outputs(outputs)
+
+    @staticmethod
+    def _namespace(
+        name: str, side: KubernetesSide, child: pulumi.ResourceOptions
+    ) -> pulumi.Input[str]:
+        if not side.namespace.create:
+            return side.namespace.name
+        return kiam_namespace(f"{name}-namespace", side.namespace.name, child)

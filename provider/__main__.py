@@ -1,0 +1,23 @@
+"""The component provider: hosts kiam_eks's public components for programs in any language.
+
+The engine starts it when a program uses a `kiam:index:*` type after `pulumi package add`; the
+schema it serves is inferred from the components' type hints and docstrings, and is
+`schema.json` here (`make schema` writes it; tests/test_provider_schema.py compares).
+"""
+
+from importlib.metadata import version
+
+from pulumi.provider.experimental import component_provider_host
+
+from kiam_eks.components.kiam_kubernetes import KiamKubernetes
+from kiam_eks.contracts.tokens import COMPONENT_PACKAGE
+
+# The components other languages can use: those whose every argument has a schema type. `Kiam`,
+# the whole install, takes this repository's stack settings and cloud side (Python objects).
+COMPONENTS = [KiamKubernetes]
+DISTRIBUTION = "kiam-eks"
+
+if __name__ == "__main__":
+    component_provider_host(
+        components=COMPONENTS, name=COMPONENT_PACKAGE, version=version(DISTRIBUTION)
+    )

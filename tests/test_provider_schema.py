@@ -1,0 +1,99 @@
+"""The component package: the schema the provider serves is committed and current, as is the API
+reference generated from it, and both say exactly what the public classes say."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+from pathlib import Path
+
+import yaml
+
+from kiam_eks.components.kiam_kubernetes import KiamKubernetes, KiamKubernetesArgs
+from kiam_eks.contracts import tokens
+from kiam_eks.settings.public_args import ARGUMENT_SETTINGS
+from tools import api_reference
+
+
+def test_the_committed_schema_is_the_one_the_provider_serves() -> None:
+    assert api_reference.SCHEMA.read_text() == api_reference.render_schema(), (
+        "provider/schema.json is stale: run python -m tools.api_reference --write"
+    )
+
+
+def test_the_api_reference_is_generated_from_it() -> None:
+    assert api_reference.REFERENCE.read_text() == api_reference.render(), (
+        "docs/api.md is stale: run python -m tools.api_reference --write"
+    )
+
+
+def test_the_schema_holds_exactly_the_public_components_under_their_tokens() -> None:
+    schema = api_reference.schema()
+    assert schema["name"] == tokens.COMPONENT_PACKAGE
+    assert set(schema["resources"]) == {tokens.KIAM_KUBERNETES}
+    resource = schema["resources"][tokens.KIAM_KUBERNETES]
+    assert resource["isComponent"] is True
+    required = sorted(KiamKubernetesArgs.__required_keys__)
+    assert sorted(resource["requiredInputs"]) == sorted(
+        api_reference.camel(name) for name in required
+    )
+    assert set(resource["inputProperties"]) == {
+        api_reference.camel(name) for name in KiamKubernetesArgs.__annotations__
+    }
+    assert set(resource["properties"]) == {
+        "serverAddress",
+        "serverDnsNames",
+        "namespace",
+        "serverDeploymentName",
+        "agentDaemonSetName",
+    }
+
+
+def test_values_other_resources_compute_are_inputs_and_the_settings_plain() -> None:
+    inputs = api_reference.schema()["resources"][tokens.KIAM_KUBERNETES]["inputProperties"]
+    not_plain = {name for name, prop in inputs.items() if not prop.get("plain")}
+    assert not_plain == {
+        "nodeGroupName",
+        "serverRoleArn",
+        "caCertificatePem",
+        "serverCertificatePem",
+        "serverPrivateKeyPem",
+        "agentCertificatePem",
+        "agentPrivateKeyPem",
+    }
+
+
+def _field_docstrings(cls: type) -> dict[str, str]:
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    found: dict[str, str] = {}
+    for node, after in itertools.pairwise(body):
+        if isinstance(node, ast.AnnAssign) and isinstance(after, ast.Expr):
+            found[node.target.id] = after.value.value  # type: ignore[attr-defined]
+    return found
+
+
+def test_each_plain_argument_names_the_setting_whose_rule_and_default_it_has() -> None:
+    docstrings = _field_docstrings(KiamKubernetesArgs)
+    assert set(docstrings) == set(KiamKubernetesArgs.__annotations__)
+    for argument, key_path in ARGUMENT_SETTINGS.items():
+        if argument == "region":
+            continue  # required: no default to name
+        assert f"(`kiam:{key_path}`" in docstrings[argument], argument
+    outputs = _field_docstrings(KiamKubernetes)
+    assert set(outputs) == {api_reference.snake(name) for name in (
+        "serverAddress", "serverDnsNames", "namespace", "serverDeploymentName", "agentDaemonSetName",
+    )}  # fmt: skip
+
+
+def test_the_plugin_runs_the_provider_in_its_own_virtualenv_with_this_package() -> None:
+    plugin = yaml.safe_load((api_reference.PROVIDER_DIR / "PulumiPlugin.yaml").read_text())
+    assert plugin == {
+        "runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
+    }
+    lines = (api_reference.PROVIDER_DIR / "requirements.txt").read_text().splitlines()
+    assert [line for line in lines if line and not line.startswith("#")] == [".."]
+    assert (api_reference.PROVIDER_DIR / ".." / "pyproject.toml").resolve() == Path(
+        api_reference.ROOT / "pyproject.toml"
+    )

@@ -131,6 +131,24 @@ class PulumiStack:
             raise PulumiCommandError(result)
         return result
 
+    def set_config(self, key: str, value: str, *, secret: bool = False) -> None:
+        """`pulumi config set`, the value on standard input (a PEM starts with dashes, which the
+        command line would take for a flag), kept exactly (`--raw`)."""
+        flags = ["--secret"] if secret else ["--plaintext"]
+        done = subprocess.run(
+            [str(self.bin_dir / "pulumi"), "config", "set", key, "--raw", *flags,
+             "--stack", self.stack, "--non-interactive"],
+            cwd=self.project_dir,
+            env=self.env(),
+            input=value,
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise PulumiCommandError(
+                Result(["config", "set", key], done.returncode, done.stdout, done.stderr, 0.0)
+            )
+
     def start(self, *args: str) -> tuple[subprocess.Popen[str], Path]:
         """A CLI command started in the background (to be interrupted, as an operator's ^C or a
         CI job's timeout does): its output goes to a file beside the stack's state."""

@@ -1,0 +1,264 @@
+"""Scenario: the package used from other people's programs, as the README's "Use it from your own
+program" shows: the examples in examples/ (YAML and TypeScript through `pulumi package add` of the
+component provider, Python with the package installed by pip into a fresh virtualenv), each run by
+the real CLI and language host on a control plane whose dedicated nodes, roles and certificates were
+made elsewhere. Each installs kiam's Kubernetes side (`KiamKubernetes`: no AWS or TLS resource,
+which this machine cannot run) to Ready servers on the dedicated nodes and Ready agents everywhere
+else, agents only after the servers; a second `up` changes nothing; a destroy removes it before
+the next language installs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.harness.consumer import (
+    MadeElsewhere,
+    clean_checkout,
+    dedicated_nodes,
+    made_elsewhere,
+    plugin_in_this_environment,
+)
+from e2e.harness.environment import Environment
+from e2e.harness.kube import is_ready
+from e2e.harness.pulumi import PulumiStack, Result, read_event_log
+from e2e.harness.shape import shape_of
+from e2e.harness.toolchain import REPO
+from e2e.tests.conftest import REPORT, fresh_environment
+from kiam_eks.contracts import labels
+from kiam_eks.settings.loader import settings_from_stack_file, stack_file_for
+
+LANGUAGES = ("yaml", "typescript", "python")
+GROUP = "kiam-server-made-elsewhere"
+NAMESPACE = "kiam"
+# What the Python example needs besides the package, pinned to what the provider built here
+# expects (e2e/requirements.txt): the package is installed without its dependencies, whose
+# pulumi-kubernetes bound asks for a newer provider than this machine has.
+PYTHON_DEPENDENCIES = ("pulumi", "pulumi-kubernetes", "pydantic", "PyYAML", "protobuf")
+
+
+@dataclass
+class Cluster:
+    env: Environment
+    checkout: Path
+    plugin: Path
+    values: MadeElsewhere
+    tolerated: list[str]
+    """The nodes that are neither dedicated nor tainted against the agents."""
+
+
+@pytest.fixture(scope="module")
+def cluster(bin_dir: Path, session_root: Path) -> Iterator[Cluster]:
+    settings, _ = settings_from_stack_file(REPO / stack_file_for("dev"))
+    with fresh_environment(session_root, bin_dir, "consumers") as env:
+        shape = shape_of(settings)
+        shape.apply(env.kube)
+        env.kube.apply(dedicated_nodes(settings, GROUP))
+        checkout = clean_checkout(env.root / "checkout")
+        tolerated = sorted(n for n in shape.node_names if not n.startswith("untolerated-"))
+        yield Cluster(
+            env, checkout, plugin_in_this_environment(checkout), made_elsewhere(settings, GROUP),
+            tolerated,
+        )  # fmt: skip
+
+
+@dataclass
+class Consumer:
+    language: str
+    stack: PulumiStack
+    up: Result
+    events: list[dict[str, Any]]
+
+
+def _timed(what: str, command: list[str], cwd: Path) -> None:
+    started = time.monotonic()
+    subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True)
+    REPORT.append(f"consumers: {what} in {time.monotonic() - started:.1f} s")
+
+
+def _python_environment(project: Path, checkout: Path) -> Path:
+    """A fresh virtualenv with the package installed from the checkout by pip (not editable)."""
+    venv = project / "venv"
+    subprocess.run(["python3", "-m", "venv", str(venv)], check=True, capture_output=True)
+    pins = [
+        line
+        for line in (REPO / "e2e" / "requirements.txt").read_text().splitlines()
+        if line.split("=")[0].split(">")[0] in PYTHON_DEPENDENCIES
+    ]
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    _timed("the Python example's dependencies installed", [*pip, *pins], project)
+    _timed("kiam-eks installed by pip", [*pip, "--no-deps", str(checkout)], project)
+    return venv
+
+
+@pytest.fixture(scope="module", params=LANGUAGES)
+def consumer(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Consumer]:
+    language: str = request.param
+    env = cluster.env
+    project = env.root / "projects" / language
+    shutil.copytree(cluster.checkout / "examples" / language, project)
+    extra_env: dict[str, str] = {}
+    if language == "python":
+        venv = _python_environment(project, cluster.checkout)
+        # The program runs with the first python3 on PATH (the sdk v3.68 host): the example's.
+        extra_env["PATH"] = os.pathsep.join(
+            [str(venv / "bin"), str(env.bin_dir), os.environ.get("PATH", "")]
+        )
+    stack = PulumiStack(
+        stack="consumer",
+        project_dir=project,
+        backend_dir=env.root / "backend",
+        home=env.root / "pulumi-home",
+        bin_dir=env.bin_dir,
+        kubeconfig=env.plane.kubeconfig,
+        state_dir=env.root / "state" / language,
+        extra_env=extra_env,
+    )
+    stack.backend_dir.mkdir(parents=True, exist_ok=True)
+    if language == "typescript":
+        _timed("npm install of the TypeScript example", ["npm", "install", "--no-audit"], project)
+    stack.run("stack", "init", "consumer", "--secrets-provider", "passphrase")
+    if language != "python":
+        stack.run("package", "add", str(cluster.plugin))
+    # The component's Kubernetes objects go through the program's default Kubernetes provider.
+    stack.set_config("kubernetes:kubeconfig", env.plane.kubeconfig.read_text(), secret=True)
+    for key, value in cluster.values.config.items():
+        stack.set_config(key, value)
+    for key, value in cluster.values.secrets.items():
+        stack.set_config(key, value, secret=True)
+    log = env.root / f"{language}-up.events.jsonl"
+    up = stack.up(event_log=log)
+    REPORT.append(f"consumers: {language} example installed in {up.seconds:.1f} s")
+    yield Consumer(language, stack, up, read_event_log(log))
+    stack.destroy()
+    left = env.kube.items(f"/api/v1/namespaces/{NAMESPACE}/pods")
+    assert left == [], f"{language}: pods left after destroy"
+
+
+def test_the_engine_serves_the_committed_schema(cluster: Cluster) -> None:
+    stack = cluster.env.stack("schema")
+    stack.project_dir.mkdir(parents=True, exist_ok=True)
+    served = json.loads(stack.run("package", "get-schema", str(cluster.plugin)).stdout)
+    committed = json.loads((REPO / "provider" / "schema.json").read_text())
+    # The CLI prints the schema it bound (it adds `config`, drops empty sections and the
+    # descriptions the provider repeats on a map's items): the public API must be the same.
+    assert _public_api(served) == _public_api(committed)
+    assert set(served["resources"]) == {"kiam:index:KiamKubernetes"}
+
+
+def _public_api(schema: dict[str, Any]) -> dict[str, Any]:
+    """Each component's arguments and outputs: name, type, plainness, description, required."""
+
+    def top(props: dict[str, Any]) -> dict[str, Any]:
+        return {
+            name: (prop.get("description"), prop.get("plain", False), _type_of(prop))
+            for name, prop in props.items()
+        }
+
+    return {
+        token: {
+            "description": r.get("description"),
+            "inputs": top(r.get("inputProperties", {})),
+            "requiredInputs": sorted(r.get("requiredInputs", [])),
+            "outputs": top(r.get("properties", {})),
+            "required": sorted(r.get("required", [])),
+        }
+        for token, r in schema["resources"].items()
+    }
+
+
+def _type_of(prop: dict[str, Any]) -> Any:
+    if "items" in prop:
+        return ["array", _type_of(prop["items"])]
+    if "additionalProperties" in prop:
+        return ["map", _type_of(prop["additionalProperties"])]
+    return prop.get("$ref") or prop.get("type")
+
+
+def test_one_ready_server_on_each_dedicated_node(cluster: Cluster, consumer: Consumer) -> None:
+    servers = cluster.env.pods(NAMESPACE, "server")
+    assert all(is_ready(p) for p in servers), consumer.language
+    assert sorted(p["spec"]["nodeName"] for p in servers) == cluster.env.dedicated_nodes(GROUP)
+
+
+def test_a_ready_agent_on_every_other_node_it_tolerates(
+    cluster: Cluster, consumer: Consumer
+) -> None:
+    agents = cluster.env.pods(NAMESPACE, "agent")
+    assert all(is_ready(p) for p in agents), consumer.language
+    assert sorted(p["spec"]["nodeName"] for p in agents) == cluster.tolerated
+
+
+def test_the_agents_are_created_after_the_servers_are_ready(consumer: Consumer) -> None:
+    def sequence(kind: str, type_: str) -> int:
+        return next(
+            int(e["sequence"])
+            for e in consumer.events
+            if kind in e
+            and e[kind]["metadata"]["type"] == type_
+            and e[kind]["metadata"]["op"] == "create"
+        )
+
+    deployment_done = sequence("resOutputsEvent", "kubernetes:apps/v1:Deployment")
+    assert deployment_done < sequence("resourcePreEvent", "kubernetes:apps/v1:DaemonSet")
+
+
+def test_the_outputs_reach_the_program(consumer: Consumer) -> None:
+    assert consumer.stack.outputs() == {
+        "serverAddress": "kiam-server.kiam.svc.cluster.local:9610",
+        "namespace": NAMESPACE,
+    }
+
+
+def test_the_certificates_given_are_the_ones_mounted(cluster: Cluster, consumer: Consumer) -> None:
+    import base64
+
+    secret = cluster.env.kube.get(f"/api/v1/namespaces/{NAMESPACE}/secrets/kiam-server-certificate")
+    assert (
+        base64.b64decode(secret["data"]["tls.crt"]).decode()
+        == (cluster.values.config["serverCertificate"])
+    )
+    assert secret["type"] == labels.TLS_SECRET_TYPE
+
+
+def test_a_second_up_changes_nothing(consumer: Consumer) -> None:
+    result = consumer.stack.up("--expect-no-changes")
+    assert "unchanged" in result.output, consumer.language
+
+
+def test_the_package_reaches_the_program_as_the_readme_says(consumer: Consumer) -> None:
+    project = consumer.stack.project_dir
+    if consumer.language == "yaml":
+        # `pulumi package add` names the provider folder under `packages:`.
+        program = yaml.safe_load((project / "Pulumi.yaml").read_text())
+        assert set(program["packages"]) == {"kiam"}
+    elif consumer.language == "typescript":
+        # ... and links the SDK it generated from the provider's schema.
+        package = json.loads((project / "package.json").read_text())
+        assert package["dependencies"]["@pulumi/kiam"] == "file:sdks/kiam"
+        sdk = json.loads((project / "sdks" / "kiam" / "package.json").read_text())
+        assert sdk["pulumi"] == {"resource": True, "name": "kiam", "version": "0.1.0"}
+    else:
+        # The package pip installed, not this checkout, and nothing of it but `kiam_eks` at the
+        # top of site-packages.
+        python = project / "venv" / "bin" / "python"
+        found = subprocess.run(
+            [str(python), "-c", "import kiam_eks, sysconfig; print(kiam_eks.__file__); "
+             "print(sysconfig.get_paths()['purelib'])"],
+            cwd="/", check=True, capture_output=True, text=True,
+        ).stdout.split()  # fmt: skip
+        module, site = Path(found[0]), Path(found[1])
+        assert module == site / "kiam_eks" / "__init__.py"
+        record = next(site.glob("kiam_eks-*.dist-info")) / "RECORD"
+        top = {line.split(",")[0].split("/")[0] for line in record.read_text().splitlines()}
+        assert top == {"kiam_eks", record.parent.name}

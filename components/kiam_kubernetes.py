@@ -132,9 +132,7 @@ class KiamKubernetes(pulumi.ComponentResource):
                 node_group_name=args["node_group_name"],
                 node_taint=side.taint,
                 spare_nodes=side.server_nodes - side.server.replicas,
-                server_role_arn=pulumi.Output.from_input(args["server_role_arn"]).apply(
-                    lambda arn: checked_role_arn(arn, "server_role_arn")
-                ),
+                server_role_arn=_checked_once_known(args["server_role_arn"], "server_role_arn"),
                 role_base_arn=side.role_base_arn,
                 tls_secret=tls.server_secret,
                 adoption=adoption,
@@ -159,7 +157,11 @@ class KiamKubernetes(pulumi.ComponentResource):
             ),
             child,
         )
-        permitted: Mapping[str, Sequence[pulumi.Input[str]]] = args.get("permitted_roles") or {}
+        # Strings were checked above; another resource's output once known.
+        permitted: Mapping[str, Sequence[pulumi.Input[str]]] = {
+            namespace: [_checked_once_known(arn, "permitted_roles") for arn in arns]
+            for namespace, arns in (args.get("permitted_roles") or {}).items()
+        }
         if permitted:
             NamespacePermissions(
                 f"{name}-permissions",
@@ -186,3 +188,12 @@ class KiamKubernetes(pulumi.ComponentResource):
         if not side.namespace.create:
             return side.namespace.name
         return kiam_namespace(f"{name}-namespace", side.namespace.name, child)
+
+
+def _checked_once_known(arn: pulumi.Input[str], argument: str) -> pulumi.Input[str]:
+    """A role ARN as given: a string was checked before anything was registered; another
+    resource's output is checked when it is known, failing the update with the argument's name."""
+    if isinstance(arn, str):
+        return arn
+    known: pulumi.Output[str] = pulumi.Output.from_input(arn)
+    return known.apply(lambda value: checked_role_arn(value, argument))

@@ -135,6 +135,14 @@ def kubernetes_side(source: str, args: Mapping[str, Any]) -> KubernetesSide:
             f"{argument_name('role_base_arn')}: must be an IAM role ARN prefix ending in `/`, "
             f"such as arn:aws:iam::111122223333:role/ (got {base!r})"
         )
+    for namespace, arns in (args.get("permitted_roles") or {}).items():
+        where = f"{argument_name('permitted_roles')}[{namespace!r}]"
+        _, problem = _check("namespace.name", namespace)
+        if problem is not None:
+            problems.append(f"{where}: {problem.replace('as kiam:namespace.name', 'a namespace')}")
+        for arn in arns:
+            if isinstance(arn, str) and (problem := role_arn_problem(arn)) is not None:
+                problems.append(f"{where}: {problem}")
     role = args.get("server_role_arn")
     # Another resource's output is checked once known (`checked_role_arn`); a string now.
     if isinstance(role, str) and (problem := role_arn_problem(role)) is not None:

@@ -237,6 +237,15 @@ def test_an_output_for_the_server_role_is_checked_once_known() -> None:
             ],
         ),
         (
+            {"permitted_roles": {"Team_A": [APP_ROLE], "team-b": ["billing"]}},
+            [
+                "permitted_roles (permittedRoles)['Team_A']: 'Team_A' is not a DNS-1123 label "
+                "(a-z, 0-9, -; 63 at most) (a namespace)",
+                "permitted_roles (permittedRoles)['team-b']: must be an IAM role ARN, such as "
+                "arn:aws:iam::111122223333:role/kiam-server (got 'billing')",
+            ],
+        ),
+        (
             {"node_taint_effect": "NoSchedule"},
             [
                 "node_taint_effect (nodeTaintEffect): Input should be 'NO_SCHEDULE' or "

@@ -4,8 +4,6 @@ finds in a cluster whose IAM roles, dedicated nodes and certificates were made e
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,25 +15,12 @@ from e2e.standins.nodes import CAPACITY, KWOK_ANNOTATION, node_labels, node_zone
 from kiam_eks.components.tls import TlsArgs, certificate_requests
 from kiam_eks.contracts import names
 from kiam_eks.settings.stack import StackSettings
+from tools.working_tree import copy_working_tree
 
 
 def clean_checkout(destination: Path) -> Path:
-    """The repository's files as a clone has them (tracked, and new files not ignored), none of
-    this checkout's environments, builds or caches."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    ).stdout.decode()
-    for relative in filter(None, listed.split("\0")):
-        source = REPO / relative
-        if not source.is_file():
-            continue  # deleted in the work tree, not yet committed
-        target = destination / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-    return destination
+    """The repository's files as a clone has them (tools/working_tree.py)."""
+    return copy_working_tree(destination, REPO)
 
 
 def plugin_in_this_environment(checkout: Path) -> Path:

@@ -37,6 +37,7 @@ from e2e.harness.toolchain import REPO
 from e2e.tests.conftest import REPORT, fresh_environment
 from kiam_eks.contracts import labels
 from kiam_eks.settings.loader import settings_from_stack_file, stack_file_for
+from tools.package_layout import package_dirs
 
 LANGUAGES = ("yaml", "typescript", "python")
 GROUP = "kiam-server-made-elsewhere"
@@ -75,6 +76,7 @@ def cluster(bin_dir: Path, session_root: Path) -> Iterator[Cluster]:
 @dataclass
 class Consumer:
     language: str
+    checkout: Path
     stack: PulumiStack
     up: Result
     events: list[dict[str, Any]]
@@ -139,7 +141,7 @@ def consumer(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Consu
     log = env.root / f"{language}-up.events.jsonl"
     up = stack.up(event_log=log)
     REPORT.append(f"consumers: {language} example installed in {up.seconds:.1f} s")
-    yield Consumer(language, stack, up, read_event_log(log))
+    yield Consumer(language, cluster.checkout, stack, up, read_event_log(log))
     stack.destroy()
     left = env.kube.items(f"/api/v1/namespaces/{NAMESPACE}/pods")
     assert left == [], f"{language}: pods left after destroy"
@@ -260,5 +262,13 @@ def test_the_package_reaches_the_program_as_the_readme_says(consumer: Consumer) 
         module, site = Path(found[0]), Path(found[1])
         assert module == site / "kiam_eks" / "__init__.py"
         record = next(site.glob("kiam_eks-*.dist-info")) / "RECORD"
-        top = {line.split(",")[0].split("/")[0] for line in record.read_text().splitlines()}
-        assert top == {"kiam_eks", record.parent.name}
+        files = {line.split(",")[0] for line in record.read_text().splitlines()}
+        assert {f.split("/")[0] for f in files} == {"kiam_eks", record.parent.name}
+        # Every module of every folder the package maps, and the type marker.
+        modules = {
+            f"{name.replace('.', '/')}/{module.name}"
+            for name, folder in package_dirs(consumer.checkout).items()
+            for module in folder.glob("*.py")
+        }
+        assert {f for f in files if f.endswith(".py")} == modules
+        assert "kiam_eks/py.typed" in files

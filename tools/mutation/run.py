@@ -30,7 +30,6 @@ import json
 import math
 import os
 import shlex
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.package_layout import link_tree
+from tools.working_tree import copy_working_tree
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -160,21 +160,7 @@ def changed_targets(base_ref: str, targets: Sequence[Target]) -> list[Target]:
 
 def snapshot(tree: Path) -> None:
     """Copy the working tree's tracked and untracked (not ignored) files to `tree`."""
-    if tree.exists():
-        shutil.rmtree(tree)
-    listing = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-    ).stdout.decode()
-    for name in filter(None, listing.split("\0")):
-        source = REPO / name
-        if not source.is_file():  # deleted in the work tree, or a submodule
-            continue
-        destination = tree / name
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, destination, follow_symlinks=False)
+    copy_working_tree(tree, REPO)
 
 
 def test_command(target: Target) -> str:

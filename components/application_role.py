@@ -50,6 +50,8 @@ class ApplicationRole(pulumi.ComponentResource):
     """Pod annotation that makes kiam hand out this role: its ARN relative to `--role-base-arn`."""
     service_account_annotation: pulumi.Output[dict[str, str]]
     """Service-account annotation that selects the role through IRSA (once trusted for it)."""
+    owner_trust: None = None
+    """The stack writes this role's trust itself (`ApplicationAccess`)."""
 
     def __init__(
         self, name: str, args: ApplicationRoleArgs, opts: pulumi.ResourceOptions | None = None
@@ -57,6 +59,7 @@ class ApplicationRole(pulumi.ComponentResource):
         super().__init__(tokens.APPLICATION_ROLE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
+        assert s.role_name is not None, "the stack creates the role roleName names"
         served_by = s.served_by
         # Known before the role exists: IAM's ARN format is fixed, and the AWS provider is pinned
         # to this account. What kiam resolves the annotation to is checked against the role's
@@ -128,9 +131,15 @@ def application_trust_policy(
     cluster_name: str,
     namespace: str,
     service_account: str | None,
+    oidc_provider_account_id: str | None = None,
+    chain_role_arn: str | None = None,
 ) -> iam_policies.PolicyDocument:
     """The role's trust in one state: one statement per mechanism that serves it, in the order
-    kiam, Pod Identity, IRSA. Nothing else is ever trusted."""
+    kiam, Pod Identity, IRSA. Nothing else is ever trusted.
+
+    For a role in another account (`ExistingApplicationRole`): IRSA's OIDC provider is the one
+    in the role's account (`oidc_provider_account_id`; EKS User Guide, cross-account IRSA), and
+    Pod Identity reaches it through `chain_role_arn`, the role EKS assumes first."""
     statements: list[dict[str, Any]] = []
     if served_by.kiam:
         if not server_role_arn:
@@ -138,7 +147,24 @@ def application_trust_policy(
         statements.append(
             {"Effect": "Allow", "Principal": {"AWS": server_role_arn}, "Action": "sts:AssumeRole"}
         )
-    if served_by.pod_identity:
+    if served_by.pod_identity and chain_role_arn is not None:
+        # As pod-id-assign-target-role writes it: the cluster account, pinned to the role EKS
+        # assumes first, and (optionally there, always here) to the namespace's session tags.
+        tags = {pod_identity.request_tag(pod_identity.NAMESPACE_TAG): namespace}
+        if service_account is not None:
+            tags[pod_identity.request_tag(pod_identity.SERVICE_ACCOUNT_TAG)] = service_account
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+                "Action": list(pod_identity.TARGET_TRUST_ACTIONS),
+                "Condition": {
+                    "ArnEquals": {pod_identity.PRINCIPAL_ARN_KEY: chain_role_arn},
+                    "StringEquals": tags,
+                },
+            }
+        )
+    elif served_by.pod_identity:
         if service_account is None:
             raise ValueError(f"servedBy {served_by.value} serves one service account: its name")
         statements.append(
@@ -160,7 +186,8 @@ def application_trust_policy(
             {
                 "Effect": "Allow",
                 "Principal": {
-                    "Federated": f"arn:{partition}:iam::{account_id}:oidc-provider/{provider}"
+                    "Federated": f"arn:{partition}:iam::"
+                    f"{oidc_provider_account_id or account_id}:oidc-provider/{provider}"
                 },
                 "Action": "sts:AssumeRoleWithWebIdentity",
                 "Condition": {
@@ -175,21 +202,22 @@ def application_trust_policy(
 
 
 def pod_identity_statement(
-    *, account_id: str, cluster_name: str, namespace: str, service_account: str
+    *, account_id: str, cluster_name: str, namespace: str, service_account: str | None
 ) -> dict[str, Any]:
     """EKS Pod Identity's trust (contracts/pod_identity.py), narrowed to this account and to the
     session tags EKS sets for one cluster, namespace and service account: no other cluster's or
-    service account's association can obtain the role, even one naming it."""
+    service account's association can obtain the role, even one naming it. Without a service
+    account (a chain role before its application names one) it is narrowed to the namespace."""
+    tags = {
+        pod_identity.SOURCE_ACCOUNT_KEY: account_id,
+        pod_identity.request_tag(pod_identity.CLUSTER_NAME_TAG): cluster_name,
+        pod_identity.request_tag(pod_identity.NAMESPACE_TAG): namespace,
+    }
+    if service_account is not None:
+        tags[pod_identity.request_tag(pod_identity.SERVICE_ACCOUNT_TAG)] = service_account
     return {
         "Effect": "Allow",
         "Principal": {"Service": pod_identity.SERVICE_PRINCIPAL},
         "Action": list(pod_identity.TRUST_ACTIONS),
-        "Condition": {
-            "StringEquals": {
-                pod_identity.SOURCE_ACCOUNT_KEY: account_id,
-                pod_identity.request_tag(pod_identity.CLUSTER_NAME_TAG): cluster_name,
-                pod_identity.request_tag(pod_identity.NAMESPACE_TAG): namespace,
-                pod_identity.request_tag(pod_identity.SERVICE_ACCOUNT_TAG): service_account,
-            }
-        },
+        "Condition": {"StringEquals": tags},
     }

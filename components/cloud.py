@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pulumi
 
@@ -75,6 +75,12 @@ class ApplicationAccess(Protocol):
     @property
     def service_account_annotation(self) -> pulumi.Input[dict[str, str]]:
         """Service-account annotation that selects the role through IRSA (once trusted for it)."""
+        ...
+
+    @property
+    def owner_trust(self) -> pulumi.Input[dict[str, Any]] | None:
+        """For a role that exists already (`roleArn`), the trust statements its owner must keep
+        and add (`components/existing_role.py`); None for a role the stack creates."""
         ...
 
 

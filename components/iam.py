@@ -1,4 +1,5 @@
-"""The IAM chain: server node role -> kiam-server role -> application roles (by pattern only)."""
+"""The IAM chain: server node role -> kiam-server role -> application roles (by pattern, and
+existing roles by exact ARN)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ class IamArgs:
     iam: IamSettings
     """Role paths and the application-role pattern."""
     application_paths: Sequence[str] = ()
-    """IAM paths of the stack's application roles; each below the base path gets its own pattern."""
+    """IAM paths of the roles the stack creates for applications; each below the base path gets
+    its own pattern."""
+    existing_role_arns: Sequence[str] = ()
+    """Existing roles applications name (`roleArn`): the server may assume each exactly."""
 
 
 class Iam(pulumi.ComponentResource):
@@ -93,7 +97,7 @@ class Iam(pulumi.ComponentResource):
             opts=child,
         )
         self.application_role_patterns = iam_policies.application_role_patterns(
-            partition, account, args.iam, args.application_paths
+            partition, account, args.iam, args.application_paths, args.existing_role_arns
         )
         aws.iam.RolePolicy(
             f"{server_role}-assume-applications",

@@ -20,8 +20,11 @@ def association(
     settings: ApplicationSettings,
     role_arn: pulumi.Input[str],
     opts: pulumi.ResourceOptions,
+    target_role_arn: str | None = None,
 ) -> aws.eks.PodIdentityAssociation:
-    """The association of the application's namespace and service account to its role.
+    """The association of the application's namespace and service account to its role, or, for
+    a role in another account, to the cluster account's role EKS assumes first and the
+    application's role as its `targetRoleArn` (role chaining, contracts/pod_identity.py).
 
     Its `roleArn` is the role's output, so the engine creates it only once the role exists with
     its Pod Identity trust: EKS injects credentials into pods created after the association
@@ -43,6 +46,7 @@ def association(
         namespace=settings.namespace,
         service_account=settings.service_account,
         role_arn=role_arn,
+        target_role_arn=target_role_arn,
         opts=pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(delete_before_replace=False)
         ),

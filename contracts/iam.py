@@ -12,6 +12,8 @@ Sources (each spelled out by `tests/contracts/test_iam.py`):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # The AWS managed policies every EKS worker node needs; the program attaches exactly these to the
 # server nodes' role, and guarantee 8 allows the node role exactly these.
 EKS_NODE_MANAGED_POLICIES = (
@@ -24,6 +26,32 @@ EKS_NODE_MANAGED_POLICIES = (
 def managed_policy_arn(partition: str, policy: str) -> str:
     """ARN of an AWS managed policy (account `aws`, no path)."""
     return f"arn:{partition}:iam::aws:policy/{policy}"
+
+
+# "IAM identifiers": a role ARN is `arn:<partition>:iam::<account>:role/<path><name>`; a path is
+# `/` or `/`-delimited printable ASCII (`[!-~]`), a role name 1 to 64 of `[A-Za-z0-9+=,.@_-]`
+# (CreateRole's roleNameType), an account 12 digits.
+ROLE_ARN_PATTERN = r"arn:aws[a-z-]*:iam::\d{12}:role/([!-~]+/)?[A-Za-z0-9+=,.@_-]{1,64}"
+
+
+@dataclass(frozen=True)
+class RoleArnParts:
+    """A role ARN taken apart (`role_arn_parts`)."""
+
+    partition: str
+    account_id: str
+    path: str
+    """`/` or `/a/b/`."""
+    name: str
+
+
+def role_arn_parts(arn: str) -> RoleArnParts:
+    """The partition, account, path and name of a role ARN matching `ROLE_ARN_PATTERN`:
+    the path is everything between `role` and the last `/`, inclusive."""
+    prefix, _, path_and_name = arn.partition(":role")
+    _, partition, _, _, account_id = prefix.split(":")
+    cut = path_and_name.rfind("/") + 1
+    return RoleArnParts(partition, account_id, path_and_name[:cut], path_and_name[cut:])
 
 
 def role_arn(partition: str, account_id: str, path: str, name: str) -> str:

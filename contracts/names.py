@@ -74,6 +74,12 @@ def node_role_name(iam_name: str) -> str:
     return f"{iam_name}-server-node"
 
 
+def chain_role_name_prefix(namespace: str) -> str:
+    """The name prefix of the role EKS Pod Identity chains through to an application's role in
+    another account (IAM appends a unique suffix; `name_prefix` allows 38 characters)."""
+    return f"{OWN_ROLE_NAME_PREFIX}chain-{namespace}"[:37] + "-"
+
+
 def server_role_name(iam_name: str) -> str:
     """The kiam-server role (`--assume-role-arn`), named like `node_role_name`."""
     return f"{iam_name}-server"

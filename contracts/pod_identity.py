@@ -25,6 +25,17 @@ Sources (each spelled out by `tests/contracts/test_pod_identity.py`):
   `disable_session_tags` and `target_role_arn` are updated in place (UpdatePodIdentityAssociation).
   Create retries only `InvalidParameterException` "Role provided in the request does not exist"
   (IAM propagation), never `ResourceInUseException`, and Delete is one call that does not wait.
+- A target role (role chaining): the Amazon EKS User Guide, "Access AWS resources using EKS Pod
+  Identity Target IAM Roles" (pod-id-assign-target-role; awsdocs/amazon-eks-user-guide
+  latest/ug/manage-access/aws-access/pod-id-assign-target-role.adoc at
+  f88ba6c7a08ed86793f94ea89d9feb064ac11742): "The EKS Pod Identity role must be in your EKS
+  cluster's account due to IAM PassRole requirements, while the Target IAM Role can be in any
+  AWS account"; the Pod Identity role's permission allows `sts:AssumeRole` and `sts:TagSession`
+  on the target's ARN; the target trusts the cluster account's root, narrowed by `ArnEquals`
+  `aws:PrincipalARN` to the Pod Identity role, for `sts:AssumeRole` and `sts:TagSession`
+  (optionally also on the session tags, which are transitive); credentials are cached 59 minutes
+  with a target role, 6 hours without. terraform-provider-aws v6.2.0 (#42979) added
+  `target_role_arn` to the association; pulumi-aws 7 bridges terraform-provider-aws 6.3.
 """
 
 from __future__ import annotations
@@ -61,6 +72,17 @@ worker nodes' role, which this program does not own: docs/leaving-kiam.md says s
 SUPPORTED_NODES = "Linux Amazon EC2"
 """The EKS User Guide, "EKS Pod Identity" (pod-identities), considerations: Pod Identity works on
 Linux Amazon EC2 nodes only (not Fargate, not Windows)."""
+
+CHAIN_ROLE_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
+"""What the association's role (`roleArn`) may do on its target role: assume it, passing the
+session tags on (pod-id-assign-target-role, "Update the permission policy")."""
+TARGET_TRUST_ACTIONS = ("sts:AssumeRole", "sts:TagSession")
+"""What the target role's trust allows the association's role (the same page, the target role's
+trust policy with session tags enabled, the default)."""
+PRINCIPAL_ARN_KEY = "aws:PrincipalARN"
+"""The global condition key the target's trust pins the association's role with (`ArnEquals`)."""
+CHAINED_CREDENTIALS_MINUTES = 59
+"""How long EKS caches credentials of an association with a target role (6 hours without)."""
 
 ASSOCIATION_REPLACE_FIELDS = ("clusterName", "namespace", "serviceAccount")
 """`aws.eks.PodIdentityAssociation` inputs whose change replaces the association (its other inputs

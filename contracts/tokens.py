@@ -48,6 +48,8 @@ SERVER = "kiam:index:Server"
 AGENT = "kiam:index:Agent"
 AGENT_RETIREMENT = "kiam:index:AgentRetirement"
 APPLICATION_ROLE = "kiam:index:ApplicationRole"
+# An application role that exists already (`roleArn`): what serves it, and its owner's statements.
+EXISTING_APPLICATION_ROLE = "kiam:index:ExistingApplicationRole"
 NAMESPACE_PERMISSIONS = "kiam:index:NamespacePermissions"
 MONITORING = "kiam:index:Monitoring"
 COMPONENTS = (
@@ -60,6 +62,7 @@ COMPONENTS = (
     AGENT,
     AGENT_RETIREMENT,
     APPLICATION_ROLE,
+    EXISTING_APPLICATION_ROLE,
     NAMESPACE_PERMISSIONS,
     MONITORING,
 )

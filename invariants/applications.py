@@ -60,7 +60,7 @@ def application_reachable(view: KiamView) -> list[Violation]:
     apps: list[_Application] = []
     for expected in view.expected.applications:
         role = view.application_role(expected)
-        if role is None and creates_roles:
+        if role is None and creates_roles and expected.owned:
             out.add(
                 Violation(
                     CHECK_ID,
@@ -151,6 +151,14 @@ def _server_statements(view: KiamView, server_role: Resource | None) -> list[Any
             return None
         found += statements(parsed)
     return found
+
+
+def _names_exactly(assume: list[Any], arn: str) -> bool:
+    """Whether an Allow statement of the server's permission names `arn` itself as a resource."""
+    return any(
+        isinstance(s, dict) and s.get("Effect") == "Allow" and arn in as_list(s.get("Resource"))
+        for s in assume
+    )
 
 
 def _namespace_problems(
@@ -258,10 +266,14 @@ def off_kiam(view: KiamView) -> list[Violation]:
     is started (strictly, unless `--disable-strict-namespace-regexp`), or strictly, kiam's
     default, where the stack runs none. The role's trust may name no AWS principal at all: the
     kiam-server role is the only one an application role ever trusts, and a stack that no longer
-    runs kiam (retired) has no kiam-server ARN to compare with.
+    runs kiam (retired) has no kiam-server ARN to compare with. A role that exists already
+    (`roleArn`) keeps whatever trust its owner gave it: the server's permission no longer names
+    its ARN instead.
     """
     out: set[Violation] = set()
     strictness = sorted({s.strict for s in _servers(view)}) or [True]
+    server_roles = view.server_roles
+    assume = _server_statements(view, server_roles[0] if len(server_roles) == 1 else None)
     for app in view.expected.applications:
         if app.kiam:
             continue
@@ -281,6 +293,13 @@ def off_kiam(view: KiamView) -> list[Violation]:
                     f"namespace {app.namespace} permits {expression!r}, which still admits "
                     f"{arn} though servedBy {state} is no longer kiam"
                 )
+        if not app.owned and assume and _names_exactly(assume, app.arn):
+            # Its trust is its owner's: the stack's side of "not through kiam" is the server's
+            # permission, which names an existing role only while kiam serves it.
+            report(
+                f"the kiam-server role may still assume {app.arn} though servedBy {state} is no "
+                "longer kiam"
+            )
         trust = document(role.inputs.get("assumeRolePolicy")) if role is not None else None
         for statement in statements(trust) if trust is not None else []:
             principal = statement.get("Principal") if isinstance(statement, dict) else None

@@ -304,7 +304,8 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
     """8. kiam's roles get only what each needs, by every way a role gets permissions: inline policies, attachments, the roles' own arguments (judged on the aws:iam resources).
 
     The node role: EKS's node policies, and assuming the kiam-server role, which only it may
-    assume. The server role: assuming the application roles, nothing managed. Each application
+    assume. The server role: assuming the application roles (by pattern, and a role that exists
+    already by its exact ARN: never an ARN no application names), nothing managed. Each application
     role: exactly what its settings give, and trust in the server role, IRSA and EKS Pod Identity
     only (which of them each state needs: guarantees 12 to 14).
 
@@ -361,9 +362,19 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
                     server,
                     f"trust admits {statement.get('Principal')!r}, not only the server node role",
                 )
+        named = {a.arn for a in expected.applications}
         for policy in view.inline_policies_of(server):
             for statement in statements(document(policy.document)):
                 _judge_assume_statement(statement, policy.source, expected, report)
+                for resource in as_list(statement.get("Resource")):
+                    # A pattern is judged above; a role by its exact ARN must be an
+                    # application's (`roleArn`), never any other role of any account.
+                    if isinstance(resource, str) and "*" not in resource and resource not in named:
+                        report(
+                            policy.source,
+                            f"lets the kiam-server role assume {resource}, which no application "
+                            "names",
+                        )
         _judge_managed(
             view.managed_policies_of(server),
             frozenset(),

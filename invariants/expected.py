@@ -8,7 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kiam_eks.contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn, role_arn
+from kiam_eks.contracts.iam import (
+    EKS_NODE_MANAGED_POLICIES,
+    managed_policy_arn,
+    role_arn,
+    role_arn_parts,
+)
 from kiam_eks.settings.applications import ServedBy
 from kiam_eks.settings.installed import Installed
 from kiam_eks.settings.loader import load_settings
@@ -31,10 +36,16 @@ class ExpectedApplication:
     path: str
     """The role's IAM path: the application's own, or `kiam:iam.applicationRolePath`."""
     arn: str
-    """The ARN IAM gives a role of that path and name in the stack's account."""
+    """The ARN IAM gives a role of that path and name in the stack's account, or `roleArn`."""
     managed_policy_arns: frozenset[str]
     inline_policies: Mapping[str, Any]
     """Inline policy documents by name, as the settings give them."""
+    owned: bool = True
+    """The stack creates the role (`roleName`); False for one that exists (`roleArn`), whose
+    trust and policies are its owner's and so judged by nobody here."""
+    chained: bool = False
+    """An existing role of another account: Pod Identity reaches it through a role of the
+    cluster's account that the stack creates (the association's `targetRoleArn`)."""
 
     @property
     def kiam(self) -> bool:
@@ -90,20 +101,30 @@ class Expected:
         partition, account = cluster.partition, cluster.account_id
         applications = []
         for name, app in sorted(settings.applications.items()):
-            # The settings' rule (docs/configuration.md): an application's own path, or the
-            # configured application path.
-            path = app.path or iam.application_role_path
+            if app.role_arn is not None:
+                # IAM's ARN grammar (contracts/iam.py): the path and name are part of it.
+                parts = role_arn_parts(app.role_arn)
+                role_name, path, arn = parts.name, parts.path, app.role_arn
+            else:
+                # The settings' rule (docs/configuration.md): an application's own path, or the
+                # configured application path.
+                assert app.role_name is not None
+                path = app.path or iam.application_role_path
+                role_name, arn = app.role_name, role_arn(partition, account, path, app.role_name)
             applications.append(
                 ExpectedApplication(
                     name=name,
                     namespace=app.namespace,
-                    service_account=app.service_account,
+                    service_account=app.service_account if app.served_by.successor else None,
                     served_by=app.served_by,
-                    role_name=app.role_name,
+                    role_name=role_name,
                     path=path,
-                    arn=role_arn(partition, account, path, app.role_name),
+                    arn=arn,
                     managed_policy_arns=frozenset(app.managed_policy_arns),
                     inline_policies=dict(app.inline_policies),
+                    owned=app.role_arn is None,
+                    chained=app.role_arn is not None
+                    and role_arn_parts(app.role_arn).account_id != account,
                 )
             )
         return cls(

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from kiam_eks.contracts.pod_identity import CHAIN_ROLE_ACTIONS
+from kiam_eks.contracts.tokens import ROLE
 from kiam_eks.invariants.expected import ExpectedApplication
 from kiam_eks.invariants.iam_documents import as_list, document, known_arn, statements
 from kiam_eks.invariants.model import Resource, Violation, is_unknown
@@ -49,6 +51,8 @@ class Association:
     role_arn: Any
     role_prop: str
     """The input its role ARN is given in: what its property dependencies name the role under."""
+    target_role_arn: Any = None
+    """`targetRoleArn`: the role EKS chains to from `role_arn`, whose credentials pods get."""
 
     def describe(self) -> str:
         return f"{self.cluster}/{self.namespace}/{self.service_account}"
@@ -74,13 +78,28 @@ def associations(view: KiamView) -> list[Association]:
                 continue
             fields, prop = data, "data"
         cluster, namespace, service_account, role_arn = (fields.get(f) for f in ASSOCIATION_FIELDS)
-        found.append(Association(r, cluster, namespace, service_account, role_arn, prop))
+        found.append(
+            Association(
+                r, cluster, namespace, service_account, role_arn, prop, fields.get("targetRoleArn")
+            )
+        )
     return found
 
 
+def chain_roles(view: KiamView, association: Association) -> list[Resource]:
+    """The roles of the stack an association with a target role names as its `roleArn`: the
+    ones EKS assumes first (role chaining, contracts/pod_identity.py)."""
+    if not association.target_role_arn:
+        return []
+    return view.roles_feeding([association.source], association.role_prop)
+
+
 def names_role(association: Association, app: ExpectedApplication, role: Resource | None) -> bool:
-    """Whether an association hands out the application's role: its role ARN is built from the
+    """Whether an association hands out the application's role: its target role is the role
+    (pods get the target's credentials), or, without a target, its role ARN is built from the
     role, or is the role's ARN (as AWS knows it, or as IAM writes it from the settings)."""
+    if association.target_role_arn:
+        return bool(association.target_role_arn == app.arn)
     if role is not None and role.urn in association.source.property_dependencies.get(
         association.role_prop, frozenset()
     ):
@@ -94,7 +113,11 @@ def pod_identity(view: KiamView) -> list[Violation]:
 
     An application not served by Pod Identity is named by no association and its role does not
     trust the Pod Identity service at all. The trust is judged where the stack holds the role
-    (not on the real-engine suite's computed roles), once its policy is known.
+    (not on the real-engine suite's computed roles), once its policy is known. A role that exists
+    already (`roleArn`) is the association's role itself in the cluster's account; one of another
+    account is its `targetRoleArn`, reached through a role of the stack that Pod Identity alone
+    obtains for that service account and that may only assume and tag the target (EKS User
+    Guide, pod-id-assign-target-role). An existing role's own trust is its owner's, not judged.
     """
     expected = view.expected
     out: set[Violation] = set()
@@ -141,7 +164,73 @@ def pod_identity(view: KiamView) -> list[Violation]:
         if role is not None:
             for reason in _trust_problems(app, role, expected.cluster_name, expected.account_id):
                 report(reason)
+        if app.pod_identity:
+            fields = (expected.cluster_name, app.namespace, app.service_account or "")
+            for a in found:
+                if a.is_for(*fields):
+                    for reason in _chain_problems(view, app, a, expected):
+                        report(reason, a.source.urn)
     return sorted(out)
+
+
+def _chain_problems(
+    view: KiamView, app: ExpectedApplication, association: Association, expected: Any
+) -> list[str]:
+    """The association of the application's service account: for a role in another account,
+    through a role of this stack that Pod Identity alone obtains, for this service account, and
+    that may only assume and tag the target; for a role in the cluster's account, to the role
+    itself, with no target."""
+    target = association.target_role_arn
+    if not app.chained:
+        if target:
+            return [
+                f"its association chains to {target}; a role of the cluster's account is "
+                "associated directly"
+            ]
+        return []
+    if not target:
+        return [
+            f"its association has no targetRoleArn: {app.arn} is in another account, which EKS "
+            "reaches only by role chaining"
+        ]
+    chains = chain_roles(view, association)
+    if not chains and view.of_type(ROLE):
+        return [
+            "its association's roleArn is no role of this stack, so what EKS assumes first "
+            "cannot be judged"
+        ]
+    problems = []
+    condition = narrowed_condition(app, expected.cluster_name, expected.account_id)
+    for chain in chains:
+        trust = document(chain.inputs.get("assumeRolePolicy"))
+        found = statements(trust) if trust is not None else []
+        if trust is not None and not any(trusts_pod_identity(s) for s in found):
+            problems.append(f"the role it chains through does not trust {POD_IDENTITY_SERVICE}")
+        for statement in found:
+            if not trusts_pod_identity(statement) or not _exactly(statement, condition):
+                problems.append(
+                    f"the role it chains through is trusted by "
+                    f"{json.dumps(statement, sort_keys=True)}: only {POD_IDENTITY_SERVICE} may "
+                    f"obtain it, exactly Allow {' and '.join(POD_IDENTITY_ACTIONS)} under "
+                    f"{json.dumps(condition)}"
+                )
+        for policy in view.inline_policies_of(chain):
+            parsed = document(policy.document)
+            for statement in statements(parsed) if parsed is not None else []:
+                if (
+                    statement.get("Effect") != "Allow"
+                    or sorted(as_list(statement.get("Action"))) != sorted(CHAIN_ROLE_ACTIONS)
+                    or as_list(statement.get("Resource")) != [app.arn]
+                    or "Condition" in statement
+                ):
+                    problems.append(
+                        "the role it chains through is granted "
+                        f"{json.dumps(statement, sort_keys=True)}; it may only "
+                        f"{' and '.join(CHAIN_ROLE_ACTIONS)} on {app.arn}"
+                    )
+        if view.managed_policies_of(chain):
+            problems.append("the role it chains through has managed policies; it needs none")
+    return problems
 
 
 def _other_role(view: KiamView, association: Association) -> str | None:

@@ -13,6 +13,7 @@ from kiam_eks.contracts.tokens import (
     SECRET,
 )
 from kiam_eks.invariants.model import Resource, Violation, dig, is_unknown
+from kiam_eks.invariants.pod_identity import associations, chain_roles
 from kiam_eks.invariants.view import KiamView
 
 CHECK_ID = "retired"
@@ -58,6 +59,9 @@ def retired(view: KiamView) -> list[Violation]:
     application_roles = [
         role for app in expected.applications if (role := view.application_role(app)) is not None
     ]
+    # The role an association chains through to an existing role in another account serves
+    # that application: it stays, as the association does.
+    application_roles += [role for a in associations(view) for role in chain_roles(view, a)]
     for role in view.of_type(ROLE):
         if role not in application_roles:
             report(role, "an IAM role that is no application's (kiam's)")
@@ -76,7 +80,7 @@ def retired(view: KiamView) -> list[Violation]:
     # Where the stack creates IAM roles at all (not the real-engine suite's computed ones).
     if any(r.type.startswith("aws:") for r in view.resources):
         for app in expected.applications:
-            if view.application_role(app) is None:
+            if app.owned and view.application_role(app) is None:
                 out.add(
                     Violation(
                         CHECK_ID,

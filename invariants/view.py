@@ -123,7 +123,10 @@ class KiamView:
 
     def application_role(self, app: ExpectedApplication) -> Resource | None:
         """The role of this stack with the name and path the application's settings give: its
-        name is fixed, being the interface pods and namespaces refer to."""
+        name is fixed, being the interface pods and namespaces refer to. None for a role that
+        exists already (`roleArn`): the stack does not hold it."""
+        if not app.owned:
+            return None
         return next(
             (
                 r

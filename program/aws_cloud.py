@@ -8,12 +8,14 @@ import pulumi_aws as aws
 
 from kiam_eks.components.application_role import ApplicationRole, ApplicationRoleArgs
 from kiam_eks.components.cloud import ApplicationAccess, KiamRoles
+from kiam_eks.components.existing_role import ExistingApplicationRole, ExistingApplicationRoleArgs
 from kiam_eks.components.iam import Iam, IamArgs
 from kiam_eks.components.node_group import NodeGroupArgs, ServerNodeGroup
 from kiam_eks.components.pod_identity import agent_addon, association
 from kiam_eks.program.tls_authority import PulumiTlsAuthority
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.stack import StackSettings
+from kiam_eks.specs import iam_policies
 
 
 class AwsCloud:
@@ -27,11 +29,17 @@ class AwsCloud:
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> Iam:
         s = self.settings
-        # Every application's path, whatever serves it: moving an application off kiam never
-        # changes the kiam-server role's permission (nor widens it back on rollback). A role kiam
-        # no longer serves stops trusting the server, and AssumeRole needs the role's trust too.
-        paths = [app.role_path(s.iam) for app in s.applications.values()]
-        return Iam(name, IamArgs(cluster=s.cluster, iam=s.iam, application_paths=paths), opts)
+        paths, existing = iam_policies.assumable(s.iam, s.applications.values())
+        return Iam(
+            name,
+            IamArgs(
+                cluster=s.cluster,
+                iam=s.iam,
+                application_paths=paths,
+                existing_role_arns=existing,
+            ),
+            opts,
+        )
 
     def server_nodes(
         self, name: str, roles: KiamRoles, opts: pulumi.ResourceOptions
@@ -55,8 +63,23 @@ class AwsCloud:
         settings: ApplicationSettings,
         roles: KiamRoles,
         opts: pulumi.ResourceOptions,
-    ) -> ApplicationRole:
+    ) -> ApplicationRole | ExistingApplicationRole:
         s = self.settings
+        if not settings.owned:
+            return ExistingApplicationRole(
+                name,
+                ExistingApplicationRoleArgs(
+                    settings=settings,
+                    server_role_arn=roles.server_role_arn,
+                    role_base_arn=roles.role_base_arn,
+                    oidc_issuer=self.oidc_issuer,
+                    cluster_name=s.cluster.name,
+                    partition=s.cluster.partition,
+                    account_id=s.cluster.account_id,
+                    chain_role_path=s.iam.kiam_role_path,
+                ),
+                opts,
+            )
         return ApplicationRole(
             name,
             ApplicationRoleArgs(
@@ -81,13 +104,23 @@ class AwsCloud:
     ) -> aws.eks.PodIdentityAssociation:
         # A child of the application's role component (application_role), as it has always been:
         # its URN on every running install.
-        assert isinstance(access, ApplicationRole), access
+        assert isinstance(access, ApplicationRole | ExistingApplicationRole), access
+        parent = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=access))
+        if isinstance(access, ExistingApplicationRole):
+            return association(
+                name,
+                cluster_name=self.settings.cluster.name,
+                settings=settings,
+                role_arn=access.association_role_arn,
+                target_role_arn=access.target_role_arn,
+                opts=parent,
+            )
         return association(
             name,
             cluster_name=self.settings.cluster.name,
             settings=settings,
             role_arn=access.role_arn,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=access)),
+            opts=parent,
         )
 
     def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> aws.eks.Addon | None:

@@ -49,7 +49,7 @@ def create_providers(settings: StackSettings) -> Providers:
         # Before any resource but the providers is registered: a cluster without the agent stops
         # the plan here, with a message, instead of after the roles changed.
         check_agent_addon(cluster.name, agent_users, pulumi.InvokeOptions(provider=aws_provider))
-    irsa = any(a.served_by.irsa for a in settings.applications.values())
+    irsa = any(a.reads_oidc_issuer for a in settings.applications.values())
     need_lookup = settings.kubeconfig is None or irsa
     eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke) if need_lookup else None
     if settings.kubeconfig is not None:

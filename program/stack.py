@@ -100,16 +100,18 @@ def application_output(
       annotations it needs (IRSA's `eks.amazonaws.com/role-arn`; none for Pod Identity, whose
       association lives in EKS); null while only kiam serves it.
     - `podIdentityAssociationId`: the association's id while Pod Identity serves it, else null.
+    - `trust`, for a role that exists already (`roleArn`) only: the statements its trust policy
+      must hold now (`required`) and those each next state adds (`next`), for its owner to put in.
     """
     served_by = settings.served_by
     service_account: dict[str, Any] | None = None
-    if settings.service_account is not None:
+    if settings.service_account is not None and served_by.successor:
         service_account = {
             "name": settings.service_account,
             "namespace": settings.namespace,
             "annotations": role.service_account_annotation if served_by.irsa else {},
         }
-    return {
+    output: dict[str, Any] = {
         "servedBy": served_by.value,
         "next": served_by.next.value if served_by.next is not None else None,
         "roleArn": role.role_arn,
@@ -119,3 +121,6 @@ def application_output(
         if isinstance(association, pulumi.CustomResource)
         else None,
     }
+    if role.owner_trust is not None:
+        output["trust"] = role.owner_trust
+    return output

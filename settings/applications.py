@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
+from kiam_eks.contracts.iam import ROLE_ARN_PATTERN, role_arn, role_arn_parts
 from kiam_eks.settings.base import DnsLabel, Model, matching
 from kiam_eks.settings.iam import IamSettings, RolePath
 from kiam_eks.settings.policy_document import (
@@ -21,6 +22,14 @@ RoleName = Annotated[
     str, matching(r"[A-Za-z0-9+=,.@_-]{1,64}", "an IAM role name (64 characters at most)")
 ]
 PolicyName = Annotated[str, matching(r"[A-Za-z0-9+=,.@_-]{1,128}", "a policy name")]
+RoleArn = Annotated[
+    str,
+    matching(
+        ROLE_ARN_PATTERN,
+        "an IAM role ARN (arn:<partition>:iam::<account>:role/<path><name>, such as "
+        "arn:aws:iam::111122223333:role/billing-api)",
+    ),
+]
 # arn:<partition>:iam::<aws or account>:policy<path><name>; that the partition and the account
 # are the cluster's is checked with the cluster (settings/stack.py).
 PolicyArn = Annotated[
@@ -91,14 +100,28 @@ _PREVIOUS = {
 
 
 class ApplicationSettings(Model):
-    """One application role: assumable through kiam from one namespace."""
+    """One application role, served to one namespace: a role the stack creates (`roleName`) or
+    one that exists already (`roleArn`)."""
 
     namespace: DnsLabel = Field(description="Namespace whose pods may assume the role.")
-    role_name: RoleName = Field(
-        description="IAM role name; must start with `kiam:iam.applicationRoleNamePrefix`. Pods "
-        "annotate `iam.amazonaws.com/role` with the role's path below "
-        "`kiam:iam.applicationRolePath` and this name (`<roleName>`, or `team-a/<roleName>` for "
-        "path `/kiam-apps/team-a/`): the stack output `applications` gives it."
+    role_name: RoleName | None = Field(
+        default=None,
+        description="IAM role name of a role the stack creates; must start with "
+        "`kiam:iam.applicationRoleNamePrefix`. Pods annotate `iam.amazonaws.com/role` with the "
+        "role's path below `kiam:iam.applicationRolePath` and this name (`<roleName>`, or "
+        "`team-a/<roleName>` for path `/kiam-apps/team-a/`): the stack output `applications` "
+        "gives it. Give this or `roleArn`.",
+    )
+    role_arn: RoleArn | None = Field(
+        default=None,
+        description="An existing role, by its ARN (path and all), in the cluster's account or "
+        "another account of its partition, instead of `roleName`: the stack creates no role and "
+        "attaches no policy, and serves this role in its state (`servedBy`): kiam's server may "
+        "assume exactly this ARN, the namespace admits it, and Pod Identity or IRSA serve it. A "
+        "role in another account is served by Pod Identity through a role the stack creates in "
+        "the cluster's account for EKS to chain through (the association's `targetRoleArn`). "
+        "The trust policy stays its owner's: the stack output `applications` gives, per state, "
+        "the statements it must hold (`trust`), and `python -m tools.kiam_usage` checks them.",
     )
     path: RolePath | None = Field(
         default=None,
@@ -127,7 +150,9 @@ class ApplicationSettings(Model):
     service_account: DnsLabel | None = Field(
         default=None,
         description="The service account, in the application's namespace, that Pod Identity or "
-        "IRSA serves the role to; required unless `servedBy` is `kiam`.",
+        "IRSA serves the role to; required unless `servedBy` is `kiam`. With `roleArn` it may be "
+        "given while kiam serves the role, so that the stack output gives the statements the "
+        "next state needs before the move.",
     )
 
     @model_validator(mode="before")
@@ -144,12 +169,38 @@ class ApplicationSettings(Model):
 
     @model_validator(mode="after")
     def _check(self) -> ApplicationSettings:
+        if (self.role_name is None) == (self.role_arn is None):
+            raise ValueError(
+                "give roleName (a role the stack creates) or roleArn (a role that exists "
+                "already), not both"
+                if self.role_name is not None
+                else "needs roleName (a role the stack creates) or roleArn (a role that exists "
+                "already)"
+            )
+        if self.role_arn is not None:
+            owners = [
+                key
+                for key, given in (
+                    ("path", self.path is not None),
+                    ("managedPolicyArns", bool(self.managed_policy_arns)),
+                    ("inlinePolicies", bool(self.inline_policies)),
+                )
+                if given
+            ]
+            if owners:
+                raise ValueError(
+                    f"{' and '.join(owners)} belong to a role the stack creates: role "
+                    f"{self.role_arn} (roleArn) exists already, and its owner sets its path and "
+                    "policies"
+                )
         if self.served_by.successor and self.service_account is None:
             raise ValueError(
                 f"servedBy {self.served_by.value} needs serviceAccount: the service account, in "
                 f"namespace {self.namespace}, that the role is served to"
             )
-        if not self.served_by.successor and self.service_account is not None:
+        # An existing role may name its service account while kiam serves it: its owner then
+        # learns the statements the next state needs before the move (`trust.next`).
+        if not self.served_by.successor and self.service_account is not None and self.owned:
             raise ValueError(
                 "serviceAccount is used only when servedBy is kiam+podIdentity, podIdentity, "
                 "kiam+irsa or irsa: remove it, or move the application on"
@@ -171,6 +222,43 @@ class ApplicationSettings(Model):
             )
         return self
 
+    @property
+    def owned(self) -> bool:
+        """The stack creates the role (`roleName`), rather than serving one that exists (`roleArn`)."""
+        return self.role_arn is None
+
     def role_path(self, iam: IamSettings) -> str:
-        """The role's IAM path: its own `path`, or `kiam:iam.applicationRolePath`."""
+        """The role's IAM path: an existing role's own, or a created one's `path`, or
+        `kiam:iam.applicationRolePath`."""
+        if self.role_arn is not None:
+            return role_arn_parts(self.role_arn).path
         return self.path or iam.application_role_path
+
+    def arn(self, partition: str, account_id: str, iam: IamSettings) -> str:
+        """The role's ARN: `roleArn`, or the one IAM gives the role the stack creates in the
+        cluster's partition and account."""
+        if self.role_arn is not None:
+            return self.role_arn
+        assert self.role_name is not None  # one of the two, by `_check`
+        return role_arn(partition, account_id, self.role_path(iam), self.role_name)
+
+    def account_id(self, cluster_account_id: str) -> str:
+        """The account the role lives in: an existing role's own, else the cluster's."""
+        if self.role_arn is not None:
+            return role_arn_parts(self.role_arn).account_id
+        return cluster_account_id
+
+    @property
+    def reads_oidc_issuer(self) -> bool:
+        """IRSA serves it, or it is an existing role at `kiam` whose next state IRSA may serve:
+        the statement its owner must add names the cluster's OIDC issuer."""
+        return self.served_by.irsa or (
+            self.role_arn is not None
+            and self.service_account is not None
+            and self.served_by is ServedBy.KIAM
+        )
+
+    @property
+    def display_name(self) -> str:
+        """How messages name the role: its name, or an existing role's ARN."""
+        return self.role_arn or self.role_name or ""

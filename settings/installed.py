@@ -24,7 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 from kiam_eks.contracts import names
@@ -108,6 +115,17 @@ class InstalledApplication(Fact):
     role_arn: str
     served_by: ServedBy
     service_account: str | None = None
+    existing: bool = False
+    """The role existed before the stack (`roleArn`): the stack never created it, so never
+    deletes it. Written only when true, so the facts of every other application read as they
+    always have."""
+
+    @model_serializer(mode="wrap")
+    def _without_default_existing(self, handler: SerializerFunctionWrapHandler) -> Any:
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not self.existing:
+            dumped.pop("existing", None)
+        return dumped
 
 
 class InstalledPermitted(Fact):
@@ -161,7 +179,8 @@ def installed_by(settings: StackSettings, previous: Installed | None) -> Install
     applications = {
         app: InstalledApplication(
             namespace=a.namespace,
-            role_arn=role_arn(partition, s.cluster.account_id, a.role_path(s.iam), a.role_name),
+            role_arn=a.arn(partition, s.cluster.account_id, s.iam),
+            existing=not a.owned,
             served_by=a.served_by,
             service_account=a.service_account,
         )

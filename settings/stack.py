@@ -7,7 +7,7 @@ import re
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
 from kiam_eks.contracts import kiam
-from kiam_eks.contracts.iam import role_arn
+from kiam_eks.contracts.iam import role_arn_parts
 from kiam_eks.settings.adoption import Adoption, AdoptionSettings
 from kiam_eks.settings.agent import AgentSettings
 from kiam_eks.settings.applications import ApplicationSettings
@@ -182,8 +182,7 @@ class StackSettings(Model):
             for app, settings in sorted(self.applications.items()):
                 if settings.namespace == namespace:
                     continue
-                path = settings.role_path(iam)
-                arn = role_arn(cluster.partition, cluster.account_id, path, settings.role_name)
+                arn = settings.arn(cluster.partition, cluster.account_id, iam)
                 # The stack keeps admitting what the value admits while it holds the annotation:
                 # it would let this namespace's pods assume another namespace's role.
                 if kiam.permits(value, arn):
@@ -194,9 +193,56 @@ class StackSettings(Model):
                         f"{namespace} iam.amazonaws.com/permitted=...) and give the narrowed value"
                     )
 
+    def _check_existing_roles(self) -> None:
+        """Roles named by ARN (`roleArn`): in the cluster's partition, never one of kiam's own
+        roles, never one the stack also creates."""
+        cluster, iam = self.cluster, self.iam
+        created = {
+            a.role_name.lower(): app
+            for app, a in self.applications.items()
+            if a.role_name is not None
+        }
+        served: dict[tuple[str, str], str] = {}
+        for app, settings in sorted(self.applications.items()):
+            if settings.role_arn is None:
+                continue
+            key = f"kiam:applications.{app}.roleArn"
+            pair = (settings.role_arn, settings.namespace)
+            if pair in served:
+                raise ValueError(
+                    f"kiam:applications.{served[pair]} and kiam:applications.{app} both serve "
+                    f"{settings.role_arn} to namespace {settings.namespace}: give one application "
+                    "per role and namespace"
+                )
+            served[pair] = app
+            parts = role_arn_parts(settings.role_arn)
+            if parts.partition != cluster.partition:
+                # IAM User Guide, "IAM identifiers" and the AWS General Reference: a partition
+                # is its own IAM; a principal of one cannot assume a role of another.
+                raise ValueError(
+                    f"{key} {settings.role_arn!r} is a role of partition {parts.partition!r}; the "
+                    f"cluster's region {cluster.region} (kiam:cluster.region) is in partition "
+                    f"{cluster.partition!r}, and no role can be assumed across partitions"
+                )
+            if parts.account_id != cluster.account_id:
+                continue
+            if parts.path.startswith(iam.kiam_role_path):
+                raise ValueError(
+                    f"{key} {settings.role_arn!r} is under kiam:iam.kiamRolePath "
+                    f"{iam.kiam_role_path!r}, where kiam's own roles live: the server may never "
+                    "be allowed to assume them"
+                )
+            if parts.name.lower() in created:
+                raise ValueError(
+                    f"{key} {settings.role_arn!r} names the role kiam:applications."
+                    f"{created[parts.name.lower()]}.roleName creates (IAM role names ignore "
+                    "case): a role the stack creates is named by roleName only"
+                )
+
     def _check_applications(self) -> None:
         iam = self.iam
-        names = [a.role_name for a in self.applications.values()]
+        self._check_existing_roles()
+        names = [a.role_name for a in self.applications.values() if a.role_name is not None]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(
@@ -213,7 +259,7 @@ class StackSettings(Model):
                 )
         served: dict[tuple[str, str], str] = {}
         for app, settings in sorted(self.applications.items()):
-            if settings.service_account is None:
+            if settings.service_account is None or not settings.served_by.successor:
                 continue
             key = (settings.namespace, settings.service_account)
             if key in served:
@@ -257,6 +303,8 @@ class StackSettings(Model):
         if iam.allow_any_role:
             return
         for app, settings in self.applications.items():
+            if settings.role_name is None:
+                continue  # an existing role: the server may assume exactly its ARN
             path = settings.role_path(iam)
             if not path.startswith(iam.application_role_path):
                 raise ValueError(

@@ -520,18 +520,41 @@ def _application(
         f"add the new one as another application, move the pods to it (recreate them), and "
         f"remove {key} once none runs on the old one"
     )
+    if old.role_arn == new.role_arn and old.existing != new.existing:
+        return [
+            refused(
+                key + ".roleArn",
+                f"{old.role_arn} is the stack's own role (created by roleName): named by roleArn "
+                "it would be deleted at the end of this update while pods still hold its "
+                "credentials. To hand it over, take it out of the stack's state first (`pulumi "
+                "state delete` of the role and its policies leaves them in AWS), then name it by "
+                "roleArn"
+                if not old.existing
+                else f"{old.role_arn} existed before the stack (roleArn): roleName would create "
+                "it again, and IAM refuses a second role of that name. To own it, import it "
+                "(`pulumi import aws:iam/role:Role`) under the application's role; else keep "
+                "roleArn",
+            )
+        ]
     if old.role_arn != new.role_arn:
         old_path, old_name = _path_and_name(old.role_arn)
         new_path, new_name = _path_and_name(new.role_arn)
         which = ".roleName" if old_name != new_name else ".path"
         if old_name == new_name and old_path == new_path:
             which = ""
+        if old.existing or new.existing:
+            which = ".roleArn"
+        lost = (
+            "the stack would stop serving the old one while pods still ask for it"
+            if old.existing
+            else "the old one would be deleted at the end of this update while pods still hold "
+            "its credentials (for up to the session's length)"
+        )
         return [
             refused(
                 key + which,
                 f"its role is {old.role_arn} (the stack's last update), and {new.role_arn} is "
-                "another role: the old one would be deleted at the end of this update while pods "
-                "still hold its credentials (for up to the session's length). To move: " + move,
+                f"another role: {lost}. To move: " + move,
             )
         ]
     if old.namespace is not None and old.namespace != new.namespace:
@@ -559,7 +582,9 @@ def _application(
         )
     elif (
         old.service_account != new.service_account
-        and (old.served_by.successor or new.served_by.successor)
+        # Only where something serves the old one: an existing role may name its service
+        # account while kiam alone serves it, and then moves with another.
+        and old.served_by.successor
         and old.service_account is not None
         and new.service_account is not None
     ):
@@ -882,9 +907,11 @@ TABLE: tuple[Row, ...] = (
         "kiam:applications",
         (Kind.SAFE, Kind.REFUSED),
         "Adding an application is safe; removing one revokes its role (check "
-        "`python -m tools.kiam_usage` first). Another role name, path, namespace or (while Pod "
-        "Identity or IRSA serves it) service account is refused: the old role or binding would "
-        "go before the pods moved; add the new one as another application instead.",
+        "`python -m tools.kiam_usage` first). Another role name, path, role ARN, namespace or "
+        "(while Pod Identity or IRSA serves it) service account is refused: the old role or "
+        "binding would go before the pods moved; add the new one as another application "
+        "instead. The stack's own role named by `roleArn`, or an existing one by `roleName`, is "
+        "refused too: the first would delete the role, the second create it again.",
         _applications,
     ),
     Row(

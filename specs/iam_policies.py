@@ -24,18 +24,39 @@ def application_path(iam: IamSettings, application: ApplicationSettings) -> str:
     return application.role_path(iam)
 
 
+def assumable(
+    iam: IamSettings, applications: Iterable[ApplicationSettings]
+) -> tuple[list[str], list[str]]:
+    """What the server's permission is built from (`application_role_patterns`): the path of
+    every role the stack creates, whatever serves it (moving an application off kiam never
+    changes those patterns, nor widens them back on rollback: a role kiam no longer serves stops
+    trusting the server instead), and each existing role's exact ARN while kiam serves it (its
+    trust is its owner's, so kiam cannot reach it afterwards whatever that trust still says)."""
+    apps = list(applications)
+    return (
+        [a.role_path(iam) for a in apps if a.owned],
+        [a.role_arn for a in apps if a.role_arn is not None and a.served_by.kiam],
+    )
+
+
 def application_role_patterns(
-    partition: str, account_id: str, iam: IamSettings, application_paths: Iterable[str] = ()
+    partition: str,
+    account_id: str,
+    iam: IamSettings,
+    application_paths: Iterable[str] = (),
+    existing_role_arns: Iterable[str] = (),
 ) -> list[str]:
     """The narrowest ARN patterns covering the application roles the server may assume.
 
     One pattern for the configured path and prefix, and one more for each application path below
     it that the first does not already cover: IAM's `*` matches `/` too, so `role/apps/*` covers
     every sub-path, but `role/apps/app-*` does not cover `role/apps/team/app-x` (issue 11). A
-    sub-path pattern keeps the prefix, so it is never broader than the settings allow.
+    sub-path pattern keeps the prefix, so it is never broader than the settings allow. Then each
+    existing role (`roleArn`) no pattern covers, as its exact ARN: never a pattern, since the
+    stack knows nothing else of that path or account.
     """
     if iam.allow_any_role:
-        return [role_arn(partition, account_id, "/", "*")]
+        return _with_exact([role_arn(partition, account_id, "/", "*")], existing_role_arns)
     prefix = iam.application_role_name_prefix
     base = role_arn(partition, account_id, iam.application_role_path, prefix)
     # Every pattern is a literal followed by one `*` (paths and prefixes cannot hold `*` or `?`),
@@ -45,7 +66,14 @@ def application_role_patterns(
         literal = role_arn(partition, account_id, path, prefix)
         if not any(literal.startswith(known) for known in literals):
             literals.append(literal)
-    return [f"{literal}*" for literal in literals]
+    return _with_exact([f"{literal}*" for literal in literals], existing_role_arns)
+
+
+def _with_exact(patterns: list[str], arns: Iterable[str]) -> list[str]:
+    """`patterns` (each a literal and one trailing `*`), then each of `arns` none covers."""
+    literals = [p.removesuffix("*") for p in patterns]
+    exact = {a for a in arns if not any(a.startswith(literal) for literal in literals)}
+    return [*patterns, *sorted(exact)]
 
 
 def ec2_trust_policy() -> PolicyDocument:

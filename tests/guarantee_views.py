@@ -181,3 +181,30 @@ def retired(kiam: list[Resource]) -> list[Resource]:
         for r in rs
         if r.type.startswith(KEPT) or (r.type == ROLE and r.name.startswith("kiam-app-"))
     ]
+
+
+# Roles that exist already (issue 24): ledger, a role of the cluster's account outside the
+# application path; reports, a role of another account, which Pod Identity reaches by role
+# chaining. reports names its service account from `kiam` on (allowed for an existing role).
+LEDGER_ARN = f"arn:aws:iam::{ACCOUNT}:role/teams/ledger/ledger-api"
+OTHER_ACCOUNT = "444455556666"
+REPORTS_ARN = f"arn:aws:iam::{OTHER_ACCOUNT}:role/reports-reader"
+
+
+def existing_config(
+    ledger: str = "kiam", reports: str = "kiam", retire: bool = False
+) -> dict[str, Any]:
+    """Both existing roles, each in the state given."""
+    apps: dict[str, dict[str, Any]] = {
+        "ledger": {"namespace": "ledger", "roleArn": LEDGER_ARN},
+        "reports": {"namespace": "reports", "roleArn": REPORTS_ARN, "serviceAccount": "reporter"},
+    }
+    if ledger != "kiam":
+        apps["ledger"] |= {"servedBy": ledger, "serviceAccount": "api"}
+    if reports != "kiam":
+        apps["reports"]["servedBy"] = reports
+    return base_config(applications=apps, **({"retire": True} if retire else {}))  # type: ignore[arg-type]
+
+
+EXISTING_CONFIG = existing_config()
+EXISTING_MOVED_CONFIG = existing_config("podIdentity", "podIdentity")

@@ -37,7 +37,7 @@ import pytest
 
 from kiam_eks.invariants import Resource
 from kiam_eks.invariants.recorded import resources_from_recording
-from tests import test_invariants
+from tests import test_existing_roles, test_invariants
 from tests.conftest import run_program
 from tools.mock_engine import PROJECT_DIR, Recording
 
@@ -46,9 +46,9 @@ INVARIANTS = PROJECT_DIR / "invariants"
 # Exactly how many distinct messages each module of `invariants/` can report. A new branch, or a
 # new module, changes these: give it a breakage case, then count it here.
 TEMPLATES_PER_MODULE = {
-    "invariants/applications.py": 12,
-    "invariants/checks.py": 53,
-    "invariants/pod_identity.py": 8,
+    "invariants/applications.py": 13,
+    "invariants/checks.py": 54,
+    "invariants/pod_identity.py": 15,
     "invariants/retirement.py": 7,
     "invariants/transitions.py": 13,
 }
@@ -520,6 +520,10 @@ CASE_LISTS: dict[str, tuple[Sequence[tuple[Any, ...]], str]] = {
     "tests/test_invariants.py::WAY_OUT_CASES": (test_invariants.WAY_OUT_CASES, "applications"),
     # Each case names its own baseline (its second item).
     "tests/test_invariants.py::CHANGE_CASES": (test_invariants.CHANGE_CASES, "per case"),
+    "tests/test_existing_roles.py::EXISTING_CASES": (
+        test_existing_roles.EXISTING_CASES,
+        "per case",
+    ),
 }
 
 Expectation = tuple[str, str, str]  # (check id, message, the case that expects it)

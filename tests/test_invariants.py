@@ -2317,6 +2317,9 @@ def change_baseline_resources(
         "no-namespace": resources_from_recording(
             run_program(base_config(namespace={"create": False}))
         ),
+        # Roles that exist already (tests/test_existing_roles.py), served by kiam and moved.
+        "existing": resources_from_recording(run_program(g.EXISTING_CONFIG)),
+        "existing-moved": resources_from_recording(run_program(g.EXISTING_MOVED_CONFIG)),
     }
 
 

@@ -88,7 +88,11 @@ def test_each_component_registers_the_token_named_like_its_class(
         original(self, t, *args, **kwargs)
 
     monkeypatch.setattr(pulumi.ComponentResource, "__init__", record)
-    served_by_kiam = {"billing": {"namespace": "billing", "roleName": "billing-api"}}
+    served_by_kiam = {
+        "billing": {"namespace": "billing", "roleName": "billing-api"},
+        # A role that exists already (components/existing_role.py).
+        "ledger": {"namespace": "ledger", "roleArn": "arn:aws:iam::444455556666:role/ledger"},
+    }
     run_program(
         base_config(
             applications=served_by_kiam, monitoring={"enabled": True, "prometheusOperator": True}

@@ -148,6 +148,14 @@ def first_application(change: Callable[[dict[str, Any], dict[str, Any]], None]) 
     return apply
 
 
+def _to_existing_role(app: dict[str, Any], config: dict[str, Any]) -> None:
+    path = app.pop("path", None) or section(config, "iam").get("applicationRolePath", "/kiam-apps/")
+    for owned in ("managedPolicyArns", "inlinePolicies"):
+        app.pop(owned, None)
+    account = config["kiam:cluster"]["accountId"]
+    app["roleArn"] = f"arn:aws:iam::{account}:role{path}{app.pop('roleName')}"
+
+
 def _tolerations_fewer(config: dict[str, Any], base: str) -> bool:
     agent = section(config, "agent")
     if not agent.get("tolerations"):
@@ -387,6 +395,12 @@ CHANGES: dict[str, tuple[Change, Kind | dict[str, Kind]]] = {
     ),
     "kiam:applications.<name>.roleName": (
         first_application(lambda a, c: a.update(roleName=a["roleName"] + "-v2")),
+        Kind.REFUSED,
+    ),
+    # The stack's own role named by roleArn instead: handing it over is refused (the stack would
+    # delete it), as another role by ARN would be.
+    "kiam:applications.<name>.roleArn": (
+        first_application(_to_existing_role),
         Kind.REFUSED,
     ),
     "kiam:applications.<name>.path": (

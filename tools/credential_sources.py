@@ -25,7 +25,7 @@ from kiam_eks.contracts import credential_env, kiam
 from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
 from kiam_eks.settings.applications import ApplicationSettings, ServedBy
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.specs.iam_policies import pod_role_annotation, role_arn, role_base_arn
+from kiam_eks.specs.iam_policies import pod_role_annotation, role_base_arn
 
 # Pods that ended never ask for credentials again.
 ENDED_PHASES = ("Succeeded", "Failed")
@@ -186,16 +186,20 @@ def usage(
     cluster = settings.cluster
     base = role_base_arn(cluster.partition, cluster.account_id, settings.iam)
     arns = {
-        name: role_arn(
-            cluster.partition, cluster.account_id, app.role_path(settings.iam), app.role_name
-        )
+        name: app.arn(cluster.partition, cluster.account_id, settings.iam)
         for name, app in settings.applications.items()
     }
-    by_arn = {arn: name for name, arn in arns.items()}
+    # An existing role may be served to several namespaces, one application each: a pod is
+    # the application's of its role and namespace, else of the one application naming its role.
+    by_arn_and_namespace = {
+        (arn, settings.applications[name].namespace): name for name, arn in arns.items()
+    }
+    named = list(arns.values())
+    by_arn = {arn: name for name, arn in arns.items() if named.count(arn) == 1}
     by_account = {
         (app.namespace, app.service_account): name
         for name, app in settings.applications.items()
-        if app.service_account is not None
+        if app.service_account is not None and app.served_by.successor
     }
     permitted = {
         n["metadata"]["name"]: ((n["metadata"].get("annotations") or {}).get(PERMITTED_ANNOTATION))
@@ -215,7 +219,11 @@ def usage(
         annotation = _annotation(pod)
         resolved = kiam.resolve(annotation, base) if annotation else None
         admitted = _admitted(permitted.get(namespace), resolved)
-        app = by_arn.get(resolved or "") or by_account.get((namespace, account))
+        app = (
+            by_arn_and_namespace.get((resolved or "", namespace))
+            or by_arn.get(resolved or "")
+            or by_account.get((namespace, account))
+        )
         found = PodUsage(
             namespace=namespace,
             name=meta["name"],

@@ -35,7 +35,7 @@ class ComputedRoles:
     def of(cls, name: str, settings: StackSettings) -> ComputedRoles:
         cluster, iam = settings.cluster, settings.iam
         partition, account = cluster.partition, cluster.account_id
-        paths = [iam_policies.application_path(iam, app) for app in settings.applications.values()]
+        paths, existing = iam_policies.assumable(iam, settings.applications.values())
         return cls(
             node_role_arn=aws_iam.role_arn(
                 partition, account, iam.kiam_role_path, names.node_role_name(name)
@@ -45,7 +45,7 @@ class ComputedRoles:
             ),
             role_base_arn=iam_policies.role_base_arn(partition, account, iam),
             application_role_patterns=iam_policies.application_role_patterns(
-                partition, account, iam, paths
+                partition, account, iam, paths, existing
             ),
         )
 
@@ -57,18 +57,20 @@ class ComputedApplicationRole:
     role_arn: str
     pod_annotation: dict[str, str]
     service_account_annotation: dict[str, str]
+    owner_trust: None = None
+    """The stack writes the trust of the roles it creates; roles that exist already (`roleArn`)
+    are not modelled here yet."""
 
     @classmethod
     def of(
         cls, app: ApplicationSettings, settings: StackSettings, role_base_arn: str
     ) -> ComputedApplicationRole:
+        if not app.owned:
+            raise ValueError(
+                f"the e2e stand-ins model only roles the stack creates, not roleArn {app.role_arn}"
+            )
         cluster = settings.cluster
-        arn = aws_iam.role_arn(
-            cluster.partition,
-            cluster.account_id,
-            iam_policies.application_path(settings.iam, app),
-            app.role_name,
-        )
+        arn = app.arn(cluster.partition, cluster.account_id, settings.iam)
         return cls(
             role_arn=arn,
             pod_annotation={ROLE_ANNOTATION: iam_policies.pod_role_annotation(arn, role_base_arn)},

@@ -3,11 +3,16 @@ constant fails here instead of passing every gate that reads it."""
 
 from __future__ import annotations
 
+import re
+
 from kiam_eks.contracts.iam import (
     EKS_NODE_MANAGED_POLICIES,
+    ROLE_ARN_PATTERN,
+    RoleArnParts,
     managed_policy_arn,
     pod_role_annotation,
     role_arn,
+    role_arn_parts,
 )
 
 
@@ -33,6 +38,30 @@ def test_arns_as_iam_writes_them() -> None:
     )
     assert role_arn("aws", "111122223333", "/", "x") == "arn:aws:iam::111122223333:role/x"
     assert role_arn("aws-us-gov", "1", "/a/b/", "x") == "arn:aws-us-gov:iam::1:role/a/b/x"
+
+
+def test_a_role_arn_is_partition_account_path_and_name() -> None:
+    # IAM User Guide, "IAM identifiers": a path such as /division_abc/subdivision_xyz/
+    # product_1234/engineering/ is part of the role's ARN (arn:partition:iam::account:role/
+    # role-name-with-path); a role name is 1-64 of [\w+=,.@-] (CreateRole, RoleName), an account
+    # 12 digits.
+    arn = "arn:aws:iam::123456789012:role/division_abc/subdivision_xyz/product_1234/engineering/App"
+    assert re.fullmatch(ROLE_ARN_PATTERN, arn)
+    assert role_arn_parts(arn) == RoleArnParts(
+        "aws", "123456789012", "/division_abc/subdivision_xyz/product_1234/engineering/", "App"
+    )
+    assert role_arn_parts("arn:aws-cn:iam::123456789012:role/x") == RoleArnParts(
+        "aws-cn", "123456789012", "/", "x"
+    )
+    for not_a_role in (
+        "arn:aws:iam::123456789012:user/x",
+        "arn:aws:iam::12345678901:role/x",
+        "arn:aws:iam::123456789012:role/",
+        "arn:aws:iam::123456789012:role/" + "x" * 65,
+        "arn:aws:sts::123456789012:assumed-role/x/session",
+        "billing-api",
+    ):
+        assert not re.fullmatch(ROLE_ARN_PATTERN, not_a_role), not_a_role
 
 
 def test_a_pod_annotation_kiam_resolves_back_to_the_role() -> None:

@@ -63,3 +63,16 @@ def test_the_type_tokens() -> None:
         "aws:eks/podIdentityAssociation:PodIdentityAssociation"
     )
     assert tokens.ADDON == "aws:eks/addon:Addon"
+
+
+def test_a_role_in_another_account_is_reached_by_role_chaining() -> None:
+    # EKS user guide, pod-id-assign-target-role: the Pod Identity role's permission policy has
+    # "Action": [ "sts:AssumeRole", "sts:TagSession" ] on the target role; the target's trust
+    # allows "Action": [ "sts:AssumeRole", "sts:TagSession" ] to the cluster account's root with
+    # "ArnEquals": { "aws:PrincipalARN": <the Pod Identity role> }; "If the association includes
+    # both the EKS Pod Identity role ARN and a Target IAM Role, the cached credentials last for
+    # 59 minutes."
+    assert pod_identity.CHAIN_ROLE_ACTIONS == ("sts:AssumeRole", "sts:TagSession")
+    assert pod_identity.TARGET_TRUST_ACTIONS == ("sts:AssumeRole", "sts:TagSession")
+    assert pod_identity.PRINCIPAL_ARN_KEY == "aws:PrincipalARN"
+    assert pod_identity.CHAINED_CREDENTIALS_MINUTES == 59

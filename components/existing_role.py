@@ -1,0 +1,223 @@
+"""An application role that exists already (`roleArn`), in the cluster's account or another: the
+stack owns only how it is served. Its trust policy stays its owner's, so the component states the
+statements that policy must hold, now and for the next state; a role in another account reaches
+Pod Identity through a role of the cluster's account that EKS chains through (`targetRoleArn`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from kiam_eks.components.application_role import application_trust_policy, pod_identity_statement
+from kiam_eks.contracts import names, pod_identity, tokens
+from kiam_eks.contracts.iam import role_arn_parts
+from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
+from kiam_eks.settings.applications import ApplicationSettings, ServedBy
+from kiam_eks.specs import iam_policies
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExistingApplicationRoleArgs:
+    """Inputs of `ExistingApplicationRole`."""
+
+    settings: ApplicationSettings
+    """The application's settings; `role_arn` names the role, `served_by` what serves it."""
+    server_role_arn: pulumi.Input[str]
+    """The kiam-server role, which the role must trust while kiam serves it."""
+    role_base_arn: str
+    """kiam's `--role-base-arn`: the pod annotation is the role's ARN relative to it, if below."""
+    oidc_issuer: pulumi.Input[str] | None = None
+    """The cluster's OIDC issuer URL, where IRSA serves the role now or next."""
+    cluster_name: str
+    """The EKS cluster, to which the Pod Identity trust is narrowed."""
+    account_id: str
+    """The cluster's account."""
+    partition: str = "aws"
+    chain_role_path: str
+    """IAM path of the role EKS chains through for a role in another account
+    (`kiam:iam.kiamRolePath`: no application pattern of the server covers it)."""
+
+
+class ExistingApplicationRole(pulumi.ComponentResource):
+    """What serves an existing role: nothing of IAM in the cluster's account, or, for a role in
+    another account on the Pod Identity path, the role EKS assumes first and its permission to
+    assume exactly the target."""
+
+    role_arn: str
+    """The role's ARN, as given (`ApplicationAccess`)."""
+    pod_annotation: dict[str, str]
+    """What a pod annotates so that kiam resolves it to `role_arn`."""
+    service_account_annotation: dict[str, str]
+    """IRSA's service-account annotation: the role's ARN."""
+    chain_role: aws.iam.Role | None
+    """The cluster account's role EKS Pod Identity assumes before the target (role chaining);
+    None for a role in the cluster's account, or on the IRSA path."""
+    association_role_arn: pulumi.Input[str]
+    """The association's `roleArn`: the chain role, or the role itself in the cluster's account."""
+    target_role_arn: str | None
+    """The association's `targetRoleArn`: the role, where EKS chains to it; else None."""
+    owner_trust: pulumi.Output[dict[str, Any]]
+    """The trust statements the role's owner must keep (`required`) and add before each next
+    state (`next`, by state): the stack output `applications.<app>.trust`."""
+
+    def __init__(
+        self,
+        name: str,
+        args: ExistingApplicationRoleArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(tokens.EXISTING_APPLICATION_ROLE, name, None, opts)
+        s = args.settings
+        assert s.role_arn is not None, "an existing role is named by roleArn"
+        self.role_arn = s.role_arn
+        role_account = role_arn_parts(s.role_arn).account_id
+        self.pod_annotation = {
+            ROLE_ANNOTATION: iam_policies.pod_role_annotation(s.role_arn, args.role_base_arn)
+        }
+        self.service_account_annotation = {IRSA_ANNOTATION: s.role_arn}
+        self.chain_role = (
+            self._chain_role(name, args)
+            if role_account != args.account_id and _on_pod_identity_path(s.served_by)
+            else None
+        )
+        self.association_role_arn = (
+            self.chain_role.arn if self.chain_role is not None else s.role_arn
+        )
+        self.target_role_arn = s.role_arn if self.chain_role is not None else None
+        self.owner_trust = pulumi.Output.all(
+            args.server_role_arn,
+            args.oidc_issuer,
+            self.chain_role.arn if self.chain_role is not None else None,
+        ).apply(
+            lambda known: owner_trust(
+                s,
+                server_role_arn=known[0],
+                oidc_issuer=known[1],
+                chain_role_arn=known[2],
+                partition=args.partition,
+                account_id=args.account_id,
+                cluster_name=args.cluster_name,
+            )
+        )
+        self.register_outputs(
+            {
+                "role_arn": self.role_arn,
+                "pod_annotation": self.pod_annotation,
+                "owner_trust": self.owner_trust,
+            }
+        )
+
+    def _chain_role(self, name: str, args: ExistingApplicationRoleArgs) -> aws.iam.Role:
+        """The role EKS Pod Identity assumes first: trusted by Pod Identity for this cluster,
+        namespace (and service account, once given), allowed only to assume and tag its target."""
+        s = args.settings
+        assert s.role_arn is not None
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-chain",
+            # Generated, so two clusters of one account never collide; nothing refers to it by
+            # name (the association takes its ARN).
+            name_prefix=names.chain_role_name_prefix(s.namespace),
+            path=args.chain_role_path,
+            description=f"EKS Pod Identity chain to {s.role_arn} for namespace {s.namespace} of "
+            f"EKS cluster {args.cluster_name}",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        pod_identity_statement(
+                            account_id=args.account_id,
+                            cluster_name=args.cluster_name,
+                            namespace=s.namespace,
+                            service_account=s.service_account,
+                        )
+                    ],
+                }
+            ),
+            # EKS caches chained credentials for 59 minutes (pod-id-assign-target-role); a chain
+            # is capped at an hour whatever a role allows.
+            max_session_duration=3600,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-chain-assume-target",
+            role=role.name,
+            policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "AssumeTargetRole",
+                            "Effect": "Allow",
+                            "Action": list(pod_identity.CHAIN_ROLE_ACTIONS),
+                            "Resource": s.role_arn,
+                        }
+                    ],
+                }
+            ),
+            opts=child,
+        )
+        return role
+
+
+def _on_pod_identity_path(served_by: ServedBy) -> bool:
+    """`kiam`, `kiam+podIdentity` or `podIdentity`: the chain role exists from `kiam` on, so the
+    owner can trust it before the association that uses it exists (IAM refuses a trust policy
+    naming a role that does not exist yet)."""
+    return not served_by.irsa
+
+
+def owner_trust(
+    settings: ApplicationSettings,
+    *,
+    server_role_arn: str | None,
+    oidc_issuer: str | None,
+    chain_role_arn: str | None,
+    partition: str,
+    account_id: str,
+    cluster_name: str,
+) -> dict[str, Any]:
+    """What the existing role's trust policy must hold in its state (`required`), and what each
+    next state adds to it (`next`): a state whose statements need a service account is listed
+    once `serviceAccount` is given (allowed from `kiam` on for an existing role)."""
+    assert settings.role_arn is not None
+    role_account = role_arn_parts(settings.role_arn).account_id
+
+    def statements(state: ServedBy) -> list[dict[str, Any]]:
+        document = application_trust_policy(
+            state,
+            server_role_arn=server_role_arn,
+            oidc_issuer=oidc_issuer,
+            partition=partition,
+            account_id=account_id,
+            cluster_name=cluster_name,
+            namespace=settings.namespace,
+            service_account=settings.service_account,
+            oidc_provider_account_id=role_account,
+            chain_role_arn=chain_role_arn,
+        )
+        return list(document["Statement"])
+
+    now = statements(settings.served_by)
+    following: dict[str, list[dict[str, Any]]] = {}
+    for state in next_states(settings.served_by):
+        if settings.service_account is None:
+            continue
+        if state.irsa and not oidc_issuer:
+            continue
+        if state.pod_identity and role_account != account_id and chain_role_arn is None:
+            continue
+        following[state.value] = [s for s in statements(state) if s not in now]
+    return {"required": now, "next": following}
+
+
+def next_states(served_by: ServedBy) -> list[ServedBy]:
+    """The states one forward step away: both moves from `kiam`, the end of a move from its
+    middle, none at an end."""
+    if served_by is ServedBy.KIAM:
+        return [ServedBy.KIAM_AND_POD_IDENTITY, ServedBy.KIAM_AND_IRSA]
+    return [served_by.next] if served_by.next is not None else []

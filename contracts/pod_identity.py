@@ -35,7 +35,8 @@ Sources (each spelled out by `tests/contracts/test_pod_identity.py`):
   `aws:PrincipalARN` to the Pod Identity role, for `sts:AssumeRole` and `sts:TagSession`
   (optionally also on the session tags, which are transitive); credentials are cached 59 minutes
   with a target role, 6 hours without. terraform-provider-aws v6.2.0 (#42979) added
-  `target_role_arn` to the association; pulumi-aws 7 bridges terraform-provider-aws 6.3.
+  `target_role_arn` to the association; pulumi-aws 7.0.0, this project's lower bound, has it
+  (its wheel's pulumi_aws/eks/pod_identity_association.py, `target_role_arn`).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ pod gets its AWS credentials today, which applications are ready for their next 
 state, and whether kiam can be retired (`kiam:retire`).
 
     python -m tools.kiam_usage --stack dev [--kubeconfig FILE] [--json] [--check-retire]
+        [--check-trust OUTPUTS]
     python -m tools.kiam_usage --config-file path/to/Pulumi.x.yaml [...]
 
 The cluster is read with, in this order: `--kubeconfig FILE`; else the stack's `kiam:kubeconfig`
@@ -53,9 +54,17 @@ would reach the node's own role once kiam is gone).
              "admitted": whether the namespace's iam.amazonaws.com/permitted admits it | null,
              "needs": "restart" | "serviceAccount" | null}
 
+With `--check-trust OUTPUTS` (the stack's `pulumi stack output --json`), each application whose
+role exists already (`roleArn`) also gets `"trust"` (`tools/role_trust.py`): what the stack asks
+of the role's trust policy (`required` now, `next` by next state), whether IAM was read
+(`checked`; a role of an account other than the caller's credentials' is not, `reason` says
+which account to read it from), and what the role lacks (`missing`, `missingForNext`). IAM is
+read with boto3 (`pip install 'boto3>=1.34,<2.0'`), as the caller's credentials allow.
+
 Exit codes: 0 every application ready (and, with `--check-retire`, retirement blessed); 1 an
-application is not ready, or `--check-retire` and retirement is refused; 2 bad input (stack
-settings, kubeconfig, an unreachable or refusing cluster), with a message and no traceback.
+application is not ready, a checked role lacks what it needs now, or `--check-retire` and
+retirement is refused; 2 bad input (stack settings, kubeconfig, the outputs file, an unreachable
+or refusing cluster), with a message and no traceback.
 """
 
 from __future__ import annotations
@@ -69,6 +78,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.error
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +90,7 @@ from kiam_eks.settings.loader import stack_name_of
 from kiam_eks.settings.stack import StackSettings
 from tools.credential_sources import PodUsage, Usage, usage
 from tools.kube_api import ApiError, KubeApi
+from tools.role_trust import Boto3Iam, TrustCheck, trust_checks
 from tools.stack_source import add_stack_source, stack_file_of
 
 EXIT_OK, EXIT_NOT_READY, EXIT_BAD_INPUT = 0, 1, 2
@@ -107,6 +118,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="exit 1 unless kiam can be retired (kiam:retire) now",
     )
+    parser.add_argument(
+        "--check-trust",
+        type=Path,
+        metavar="OUTPUTS",
+        help="the stack's outputs (`pulumi stack output --json > OUTPUTS`): check with IAM, as "
+        "the caller's AWS credentials read it, that each role named by roleArn trusts what the "
+        "stack asks of it now and before its next step; exit 1 if a role lacks what it needs now",
+    )
     args = parser.parse_args(argv)
 
     path = stack_file_of(args, PROJECT_DIR)
@@ -123,10 +142,36 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
 
     found = usage(settings, pods, namespaces)
-    print(json.dumps(as_json(stack, found), indent=2) if args.json else table(stack, found))
-    if not found.ready or (args.check_retire and not found.retirement_blessed):
+    trust: list[TrustCheck] = []
+    if args.check_trust is not None:
+        try:
+            trust = trust_checks(settings, _outputs(args.check_trust), Boto3Iam())
+        except (BadInputError, RuntimeError) as error:
+            print(f"{args.check_trust}: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    print(
+        json.dumps(as_json(stack, found, trust), indent=2)
+        if args.json
+        else table(stack, found, trust)
+    )
+    lacking = any(check.checked and check.missing for check in trust)
+    if not found.ready or lacking or (args.check_retire and not found.retirement_blessed):
         return EXIT_NOT_READY
     return EXIT_OK
+
+
+def _outputs(path: Path) -> dict[str, Any]:
+    """The stack outputs `pulumi stack output --json` wrote."""
+    try:
+        outputs = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise BadInputError(
+            f"cannot read the stack's outputs ({error}): write them with "
+            "`pulumi stack output --json > FILE`"
+        ) from None
+    if not isinstance(outputs, dict):
+        raise BadInputError("not the JSON object `pulumi stack output --json` writes")
+    return outputs
 
 
 def kubeconfig_of(
@@ -256,11 +301,15 @@ def _with_exec_token(kubeconfig: Path) -> Path:
     return _private_file("kubeconfig.yaml", yaml.safe_dump(config))
 
 
-def as_json(stack: str, found: Usage) -> dict[str, Any]:
+def as_json(stack: str, found: Usage, trust: Sequence[TrustCheck] = ()) -> dict[str, Any]:
+    checks = {c.application: c for c in trust}
     return {
         "stack": stack,
         "ready": found.ready,
-        "applications": {a.name: a.as_json() for a in found.applications},
+        "applications": {
+            a.name: a.as_json() | ({"trust": checks[a.name].as_json()} if a.name in checks else {})
+            for a in found.applications
+        },
         "otherKiamPods": [p.as_json() for p in found.other_kiam_pods],
         "retirement": {
             "blessed": found.retirement_blessed,
@@ -269,7 +318,7 @@ def as_json(stack: str, found: Usage) -> dict[str, Any]:
     }
 
 
-def table(stack: str, found: Usage) -> str:
+def table(stack: str, found: Usage, trust: Sequence[TrustCheck] = ()) -> str:
     """The readable report."""
     lines = [f"kiam usage of stack {stack}", ""]
     lines += _columns(
@@ -304,9 +353,10 @@ def table(stack: str, found: Usage) -> str:
         )
     else:
         lines.append("no live pod belongs to an application or carries a kiam annotation")
-    notes = [(a, n) for a in found.applications for n in a.notes]
+    notes = [(a.name, n) for a in found.applications for n in a.notes]
+    notes += [(c.application, n) for c in trust for n in c.notes()]
     if notes:
-        lines += ["", "Notes:"] + [f"  {a.name}: {n}" for a, n in notes]
+        lines += ["", "Notes:"] + [f"  {name}: {n}" for name, n in notes]
     lines.append("")
     if found.retirement_blessed:
         lines.append(

@@ -85,6 +85,22 @@ PRINCIPAL_ARN_KEY = "aws:PrincipalARN"
 CHAINED_CREDENTIALS_MINUTES = 59
 """How long EKS caches credentials of an association with a target role (6 hours without)."""
 
+COMPUTE_TYPE_LABEL = "eks.amazonaws.com/compute-type"
+FARGATE_COMPUTE_TYPE = "fargate"
+"""The node label and value of an AWS Fargate node: AWS's own manifests keep their DaemonSets off
+Fargate with `eks.amazonaws.com/compute-type NotIn [fargate]` (aws/amazon-vpc-cni-k8s
+config/master/aws-k8s-cni.yaml at f3efb24fa4be60109314192b69b89a2dd43b59d9; the EKS User Guide's
+kube-proxy affinity), and aws-samples/eks-workshop-v2 (website/docs/fundamentals/fargate/
+scheduling.md) shows a Fargate node labelled `eks.amazonaws.com/compute-type=fargate`. The EKS
+User Guide, "AWS Fargate considerations": the instance metadata service "isn't available to Pods
+that are deployed to Fargate nodes" (so kiam never served them); use IRSA."""
+OS_LABEL = "kubernetes.io/os"
+WINDOWS_OS = "windows"
+"""The kubelet's well-known node label: "For nodes, the kubelet populates this with runtime.GOOS"
+(kubernetes.io, "Well-Known Labels, Annotations and Taints"; `LabelOSStable` in
+k8s.io/api/core/v1/well_known_labels.go); `windows` on Windows nodes (the EKS User Guide's
+Windows sample: the `kubernetes.io/os: windows` nodeSelector)."""
+
 ASSOCIATION_REPLACE_FIELDS = ("clusterName", "namespace", "serviceAccount")
 """`aws.eks.PodIdentityAssociation` inputs whose change replaces the association (its other inputs
 are updated in place). A replacement therefore always names another (cluster, namespace, service

@@ -243,7 +243,7 @@ def _private_file(name: str, text: str) -> Path:
 
 def read_cluster(kubeconfig: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every pod and namespace of the cluster."""
-    api = _api(kubeconfig)
+    api = cluster_api(kubeconfig)
     try:
         return api.items("/api/v1/pods"), api.items("/api/v1/namespaces")
     except ApiError as error:
@@ -254,7 +254,8 @@ def read_cluster(kubeconfig: Path) -> tuple[list[dict[str, Any]], list[dict[str,
         raise BadInputError(f"cannot reach the cluster at {api.server}: {error}") from None
 
 
-def _api(kubeconfig: Path) -> KubeApi:
+def cluster_api(kubeconfig: Path) -> KubeApi:
+    """The cluster the kubeconfig names, with an exec plugin's token where it uses one."""
     try:
         return KubeApi(_with_exec_token(kubeconfig))
     except BadInputError:

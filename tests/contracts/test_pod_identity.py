@@ -76,3 +76,16 @@ def test_a_role_in_another_account_is_reached_by_role_chaining() -> None:
     assert pod_identity.TARGET_TRUST_ACTIONS == ("sts:AssumeRole", "sts:TagSession")
     assert pod_identity.PRINCIPAL_ARN_KEY == "aws:PrincipalARN"
     assert pod_identity.CHAINED_CREDENTIALS_MINUTES == 59
+
+
+def test_the_nodes_pod_identity_does_not_serve_are_told_by_their_labels() -> None:
+    # EKS User Guide, "EKS Pod Identity restrictions": "Linux and Windows pods that run on AWS
+    # Fargate (Fargate) aren't supported. Pods that run on Windows Amazon EC2 instances aren't
+    # supported." A Fargate node: eks.amazonaws.com/compute-type=fargate (AWS's manifests,
+    # `NotIn [fargate]`); a Windows node: kubernetes.io/os=windows (the kubelet's runtime.GOOS).
+    assert pod_identity.SUPPORTED_NODES == "Linux Amazon EC2"
+    assert (pod_identity.COMPUTE_TYPE_LABEL, pod_identity.FARGATE_COMPUTE_TYPE) == (
+        "eks.amazonaws.com/compute-type",
+        "fargate",
+    )
+    assert (pod_identity.OS_LABEL, pod_identity.WINDOWS_OS) == ("kubernetes.io/os", "windows")

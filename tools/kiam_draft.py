@@ -1,0 +1,171 @@
+"""Draft `kiam:applications` from the live cluster: what every running pod asks kiam for today,
+as the stack-file section that serves exactly that, and per application what blocks each next
+state (tools/application_draft.py says how it is read).
+
+    python -m tools.kiam_draft --stack prod-eu-1 [--kubeconfig FILE] [--role-base-arn ARN] [--json]
+    python -m tools.kiam_draft --config-file path/to/Pulumi.x.yaml [...]
+
+The cluster is read as `tools.kiam_usage` reads it (the same kubeconfig rules), listing pods,
+namespaces, nodes, ReplicaSets and Jobs. A bare annotation is resolved against `--role-base-arn`
+(default: the stack's, `arn:<partition>:iam::<kiam:cluster.accountId>:role<kiam:iam.
+applicationRolePath>`): give the running servers' flag where it differs. The draft is checked
+against the stack file as if pasted into it; what the stack would refuse is printed with it.
+
+Prints YAML to paste under the stack file's `config:` (with each application's workloads and
+blockers as comments), or with `--json` one object: {"config": {...}, "applications": {app:
+{"workloads", "blockers"}}, "notAdmitted": [...], "unresolved": [...], "problems": [...]}.
+
+Exit codes: 0 the draft validates with the stack file; 1 it does not yet (`problems`); 2 bad
+input (stack settings, kubeconfig, an unreachable or refusing cluster), with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kiam_eks.settings import SettingsError, settings_from_stack_file
+from kiam_eks.settings.loader import settings_from_values, stack_name_of
+from kiam_eks.specs.iam_policies import role_base_arn
+from tools.application_draft import Draft, draft
+from tools.kiam_usage import BadInputError, cluster_api, kubeconfig_of
+from tools.kube_api import ApiError
+from tools.stack_source import add_stack_source, stack_file_of
+
+EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+LISTS = {
+    "pods": "/api/v1/pods",
+    "namespaces": "/api/v1/namespaces",
+    "nodes": "/api/v1/nodes",
+    "replicasets": "/apis/apps/v1/replicasets",
+    "jobs": "/apis/batch/v1/jobs",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.kiam_draft",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
+    )
+    add_stack_source(
+        parser, stack_help="the stack of stacks/Pulumi.<STACK>.yaml", file_help="any stack file"
+    )
+    parser.add_argument("--kubeconfig", type=Path, help="read the cluster with this kubeconfig")
+    parser.add_argument(
+        "--role-base-arn", help="the running kiam servers' --role-base-arn (default: the stack's)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON (schema: module doc)")
+    args = parser.parse_args(argv)
+
+    path = stack_file_of(args, PROJECT_DIR)
+    stack = args.stack or stack_name_of(path)
+    try:
+        settings, _ = settings_from_stack_file(path)
+        kubeconfig = kubeconfig_of(args.kubeconfig, settings, stack, path)
+        objects = read_objects(kubeconfig)
+    except SettingsError as error:
+        print(error, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BadInputError as error:
+        print(f"{path}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    cluster = settings.cluster
+    found = draft(
+        objects["pods"],
+        objects["namespaces"],
+        objects["nodes"],
+        owners_of(objects["replicasets"], objects["jobs"]),
+        role_base_arn=args.role_base_arn
+        or role_base_arn(cluster.partition, cluster.account_id, settings.iam),
+        cluster_account_id=cluster.account_id,
+    )
+    problems = validate(path, found)
+    if args.json:
+        print(json.dumps({**found.as_json(), "problems": problems}, indent=2))
+    else:
+        print(as_yaml(stack, found, problems))
+    return EXIT_INVALID if problems else EXIT_OK
+
+
+def read_objects(kubeconfig: Path) -> dict[str, list[dict[str, Any]]]:
+    api = cluster_api(kubeconfig)
+    try:
+        return {name: api.items(url) for name, url in LISTS.items()}
+    except ApiError as error:
+        raise BadInputError(f"the cluster at {api.server} refused a list: {error}") from None
+    except (OSError, urllib.error.URLError) as error:
+        raise BadInputError(f"cannot reach the cluster at {api.server}: {error}") from None
+
+
+def owners_of(
+    replica_sets: list[dict[str, Any]], jobs: list[dict[str, Any]]
+) -> dict[tuple[str, str, str], tuple[str, str]]:
+    """(namespace, kind, name) of each ReplicaSet and Job to its controller's (kind, name)."""
+    owners = {}
+    for kind, items in (("ReplicaSet", replica_sets), ("Job", jobs)):
+        for item in items:
+            meta = item["metadata"]
+            controller = next(
+                (o for o in meta.get("ownerReferences") or [] if o.get("controller")), None
+            )
+            if controller is not None:
+                owners[(meta["namespace"], kind, meta["name"])] = (
+                    controller["kind"],
+                    controller["name"],
+                )
+    return owners
+
+
+def validate(stack_file: Path, found: Draft) -> list[str]:
+    """What the stack would refuse of the draft, pasted into `stack_file` in place of its own
+    `kiam:applications` and `kiam:existingPermitted`."""
+    config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
+    merged = {**config, **found.stack_config()}
+    values = {k.removeprefix("kiam:"): v for k, v in merged.items() if k.startswith("kiam:")}
+    try:
+        settings_from_values(values, str(stack_file))
+    except SettingsError as error:
+        return list(error.problems)
+    return []
+
+
+def as_yaml(stack: str, found: Draft, problems: list[str]) -> str:
+    """The section to paste, each application's workloads and blockers as comments above it."""
+    lines = [
+        f"# kiam:applications drafted by tools.kiam_draft from the live cluster (stack {stack})"
+    ]
+    for note, items in (
+        (
+            "not admitted by their namespace today (kiam refuses them already; left out)",
+            found.not_admitted,
+        ),
+        ("annotations kiam cannot resolve to a role (left out)", found.unresolved),
+        ("the stack would refuse this draft", problems),
+    ):
+        if items:
+            lines.append(f"# {note}:")
+            lines += [f"#   - {item}" for item in items]
+    lines.append("kiam:applications:")
+    for app in found.applications:
+        lines.append(f"  # workloads: {', '.join(str(w) for w in app.workloads)}")
+        lines += [f"  # blocks a move: {b}" for b in app.blockers]
+        body = yaml.safe_dump({app.key: app.settings()}, sort_keys=False, width=10_000)
+        lines += [f"  {line}" for line in body.splitlines()]
+    if found.existing_permitted:
+        body = yaml.safe_dump(
+            {"kiam:existingPermitted": dict(sorted(found.existing_permitted.items()))},
+            width=10_000,
+        )
+        lines += body.splitlines()
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

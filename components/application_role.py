@@ -19,13 +19,12 @@ from kiam_eks.specs import iam_policies
 
 
 @dataclass(frozen=True, kw_only=True)
-class ApplicationRoleArgs:
-    """Inputs of `ApplicationRole`."""
+class ServedRoleArgs:
+    """What serving an application's role needs, whoever owns the role (`ApplicationRoleArgs`,
+    and `ExistingApplicationRoleArgs` for a role that exists already)."""
 
     settings: ApplicationSettings
     """The application's role settings; `served_by` says whom the role trusts."""
-    path: str
-    """IAM path of the role (inside the pattern the kiam server may assume)."""
     server_role_arn: pulumi.Input[str]
     """The kiam-server role, the only kiam principal the role trusts (while kiam serves it)."""
     role_base_arn: str
@@ -37,6 +36,14 @@ class ApplicationRoleArgs:
     account_id: str
     """The stack's account: the role's ARN, hence its pod annotation, names it."""
     partition: str = "aws"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplicationRoleArgs(ServedRoleArgs):
+    """Inputs of `ApplicationRole`."""
+
+    path: str
+    """IAM path of the role (inside the pattern the kiam server may assume)."""
 
 
 class ApplicationRole(pulumi.ComponentResource):

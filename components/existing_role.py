@@ -12,7 +12,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from kiam_eks.components.application_role import application_trust_policy, pod_identity_statement
+from kiam_eks.components.application_role import (
+    ServedRoleArgs,
+    application_trust_policy,
+    pod_identity_statement,
+)
 from kiam_eks.contracts import names, pod_identity, tokens
 from kiam_eks.contracts.iam import role_arn_parts
 from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
@@ -21,22 +25,9 @@ from kiam_eks.specs import iam_policies
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExistingApplicationRoleArgs:
-    """Inputs of `ExistingApplicationRole`."""
+class ExistingApplicationRoleArgs(ServedRoleArgs):
+    """Inputs of `ExistingApplicationRole`; `settings.role_arn` names the role."""
 
-    settings: ApplicationSettings
-    """The application's settings; `role_arn` names the role, `served_by` what serves it."""
-    server_role_arn: pulumi.Input[str]
-    """The kiam-server role, which the role must trust while kiam serves it."""
-    role_base_arn: str
-    """kiam's `--role-base-arn`: the pod annotation is the role's ARN relative to it, if below."""
-    oidc_issuer: pulumi.Input[str] | None = None
-    """The cluster's OIDC issuer URL, where IRSA serves the role now or next."""
-    cluster_name: str
-    """The EKS cluster, to which the Pod Identity trust is narrowed."""
-    account_id: str
-    """The cluster's account."""
-    partition: str = "aws"
     chain_role_path: str
     """IAM path of the role EKS chains through for a role in another account
     (`kiam:iam.kiamRolePath`: no application pattern of the server covers it)."""

@@ -3,10 +3,16 @@ EKS Pod Identity's associations and agent add-on."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pulumi
 import pulumi_aws as aws
 
-from kiam_eks.components.application_role import ApplicationRole, ApplicationRoleArgs
+from kiam_eks.components.application_role import (
+    ApplicationRole,
+    ApplicationRoleArgs,
+    ServedRoleArgs,
+)
 from kiam_eks.components.cloud import ApplicationAccess, KiamRoles
 from kiam_eks.components.existing_role import ExistingApplicationRole, ExistingApplicationRoleArgs
 from kiam_eks.components.iam import Iam, IamArgs
@@ -65,34 +71,24 @@ class AwsCloud:
         opts: pulumi.ResourceOptions,
     ) -> ApplicationRole | ExistingApplicationRole:
         s = self.settings
+        served = ServedRoleArgs(
+            settings=settings,
+            server_role_arn=roles.server_role_arn,
+            role_base_arn=roles.role_base_arn,
+            oidc_issuer=self.oidc_issuer,
+            cluster_name=s.cluster.name,
+            partition=s.cluster.partition,
+            account_id=s.cluster.account_id,
+        )
+        common = {f.name: getattr(served, f.name) for f in dataclasses.fields(served)}
         if not settings.owned:
             return ExistingApplicationRole(
                 name,
-                ExistingApplicationRoleArgs(
-                    settings=settings,
-                    server_role_arn=roles.server_role_arn,
-                    role_base_arn=roles.role_base_arn,
-                    oidc_issuer=self.oidc_issuer,
-                    cluster_name=s.cluster.name,
-                    partition=s.cluster.partition,
-                    account_id=s.cluster.account_id,
-                    chain_role_path=s.iam.kiam_role_path,
-                ),
+                ExistingApplicationRoleArgs(**common, chain_role_path=s.iam.kiam_role_path),
                 opts,
             )
         return ApplicationRole(
-            name,
-            ApplicationRoleArgs(
-                settings=settings,
-                path=settings.role_path(s.iam),
-                server_role_arn=roles.server_role_arn,
-                role_base_arn=roles.role_base_arn,
-                oidc_issuer=self.oidc_issuer,
-                cluster_name=s.cluster.name,
-                partition=s.cluster.partition,
-                account_id=s.cluster.account_id,
-            ),
-            opts,
+            name, ApplicationRoleArgs(**common, path=settings.role_path(s.iam)), opts
         )
 
     def pod_identity_association(

@@ -30,11 +30,11 @@ from typing import Any
 
 import yaml
 
-from kiam_eks.settings import SettingsError, settings_from_stack_file
-from kiam_eks.settings.loader import settings_from_values, stack_name_of
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.specs.iam_policies import role_base_arn
 from tools.application_draft import Draft, draft
-from tools.kiam_usage import BadInputError, cluster_api, kubeconfig_of
+from tools.kiam_usage import BadInputError, cluster_api, open_stack
 from tools.kube_api import ApiError
 from tools.stack_source import add_stack_source, stack_file_of
 
@@ -65,10 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     path = stack_file_of(args, PROJECT_DIR)
-    stack = args.stack or stack_name_of(path)
     try:
-        settings, _ = settings_from_stack_file(path)
-        kubeconfig = kubeconfig_of(args.kubeconfig, settings, stack, path)
+        stack, settings, kubeconfig = open_stack(args, path)
         objects = read_objects(kubeconfig)
     except SettingsError as error:
         print(error, file=sys.stderr)

@@ -129,10 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     path = stack_file_of(args, PROJECT_DIR)
-    stack = args.stack or stack_name_of(path)
     try:
-        settings, _ = settings_from_stack_file(path)
-        kubeconfig = kubeconfig_of(args.kubeconfig, settings, stack, path)
+        stack, settings, kubeconfig = open_stack(args, path)
         pods, namespaces = read_cluster(kubeconfig)
     except SettingsError as error:
         print(error, file=sys.stderr)
@@ -158,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     if not found.ready or lacking or (args.check_retire and not found.retirement_blessed):
         return EXIT_NOT_READY
     return EXIT_OK
+
+
+def open_stack(args: argparse.Namespace, path: Path) -> tuple[str, StackSettings, Path]:
+    """The stack's name, its settings and the kubeconfig its cluster is read with (the module
+    doc's order); raises `SettingsError` or `BadInputError` with the user's message."""
+    stack = args.stack or stack_name_of(path)
+    settings, _ = settings_from_stack_file(path)
+    return stack, settings, kubeconfig_of(args.kubeconfig, settings, stack, path)
 
 
 def _outputs(path: Path) -> dict[str, Any]:

@@ -122,43 +122,12 @@ def trust_checks(
         if arn is None:
             continue
         asked = (applications.get(app) or {}).get("trust")
-        if not isinstance(asked, Mapping):
-            checks.append(
-                TrustCheck(
-                    app,
-                    arn,
-                    [],
-                    {},
-                    False,
-                    "the stack's outputs have no trust for it yet "
-                    "(run `pulumi up` first, then pass its outputs)",
-                )
-            )
-            continue
-        required = list(asked.get("required") or [])
-        following = {str(k): list(v) for k, v in (asked.get("next") or {}).items()}
-        parts = role_arn_parts(arn)
-        if iam is None:
-            checks.append(TrustCheck(app, arn, required, following, False, "IAM not read"))
-            continue
-        if parts.account_id != caller:
-            checks.append(
-                TrustCheck(
-                    app,
-                    arn,
-                    required,
-                    following,
-                    False,
-                    f"the role is in account {parts.account_id} and the caller's credentials in "
-                    f"{caller}: run again with credentials of {parts.account_id}",
-                )
-            )
-            continue
-        document = iam.trust_policy(parts.name)
+        asked = asked if isinstance(asked, Mapping) else None
+        required = list((asked or {}).get("required") or [])
+        following = {str(k): list(v) for k, v in ((asked or {}).get("next") or {}).items()}
+        document, reason = _trust_of(arn, asked is not None, iam, caller)
         if document is None:
-            checks.append(
-                TrustCheck(app, arn, required, following, False, f"IAM has no role {parts.name}")
-            )
+            checks.append(TrustCheck(app, arn, required, following, False, reason))
             continue
         held = list(_statements(document))
         checks.append(
@@ -176,6 +145,27 @@ def trust_checks(
             )
         )
     return checks
+
+
+def _trust_of(
+    arn: str, asked: bool, iam: IamReader | None, caller: str | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The role's trust policy, or None and why it was not read."""
+    parts = role_arn_parts(arn)
+    if not asked:
+        return None, (
+            "the stack's outputs have no trust for it yet (run `pulumi up` first, then pass its "
+            "outputs)"
+        )
+    if iam is None:
+        return None, "IAM not read"
+    if parts.account_id != caller:
+        return None, (
+            f"the role is in account {parts.account_id} and the caller's credentials in "
+            f"{caller}: run again with credentials of {parts.account_id}"
+        )
+    document = iam.trust_policy(parts.name)
+    return (document, None) if document is not None else (None, f"IAM has no role {parts.name}")
 
 
 def holds(statements: Sequence[Any], wanted: Mapping[str, Any]) -> bool:

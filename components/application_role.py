@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-from kiam_eks.contracts import pod_identity, tokens
+from kiam_eks.contracts import tokens
 from kiam_eks.contracts.iam import role_arn
 from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
-from kiam_eks.settings.applications import ApplicationSettings, ServedBy
+from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.specs import iam_policies
+from kiam_eks.specs.trust_policies import application_trust_policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,105 +126,3 @@ class ApplicationRole(pulumi.ComponentResource):
                 "service_account_annotation": self.service_account_annotation,
             }
         )
-
-
-def application_trust_policy(
-    served_by: ServedBy,
-    *,
-    server_role_arn: str | None,
-    oidc_issuer: str | None,
-    partition: str,
-    account_id: str,
-    cluster_name: str,
-    namespace: str,
-    service_account: str | None,
-    oidc_provider_account_id: str | None = None,
-    chain_role_arn: str | None = None,
-) -> iam_policies.PolicyDocument:
-    """The role's trust in one state: one statement per mechanism that serves it, in the order
-    kiam, Pod Identity, IRSA. Nothing else is ever trusted.
-
-    For a role in another account (`ExistingApplicationRole`): IRSA's OIDC provider is the one
-    in the role's account (`oidc_provider_account_id`; EKS User Guide, cross-account IRSA), and
-    Pod Identity reaches it through `chain_role_arn`, the role EKS assumes first."""
-    statements: list[dict[str, Any]] = []
-    if served_by.kiam:
-        if not server_role_arn:
-            raise ValueError(f"servedBy {served_by.value} trusts the kiam-server role: its ARN")
-        statements.append(
-            {"Effect": "Allow", "Principal": {"AWS": server_role_arn}, "Action": "sts:AssumeRole"}
-        )
-    if served_by.pod_identity and chain_role_arn is not None:
-        # As pod-id-assign-target-role writes it: the cluster account, pinned to the role EKS
-        # assumes first, and (optionally there, always here) to the namespace's session tags.
-        tags = {pod_identity.request_tag(pod_identity.NAMESPACE_TAG): namespace}
-        if service_account is not None:
-            tags[pod_identity.request_tag(pod_identity.SERVICE_ACCOUNT_TAG)] = service_account
-        statements.append(
-            {
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
-                "Action": list(pod_identity.TARGET_TRUST_ACTIONS),
-                "Condition": {
-                    "ArnEquals": {pod_identity.PRINCIPAL_ARN_KEY: chain_role_arn},
-                    "StringEquals": tags,
-                },
-            }
-        )
-    elif served_by.pod_identity:
-        if service_account is None:
-            raise ValueError(f"servedBy {served_by.value} serves one service account: its name")
-        statements.append(
-            pod_identity_statement(
-                account_id=account_id,
-                cluster_name=cluster_name,
-                namespace=namespace,
-                service_account=service_account,
-            )
-        )
-    if served_by.irsa:
-        if service_account is None or not oidc_issuer:
-            raise ValueError(
-                f"servedBy {served_by.value} trusts the cluster's OIDC issuer for one service "
-                "account: both"
-            )
-        provider = oidc_issuer.removeprefix("https://")
-        statements.append(
-            {
-                "Effect": "Allow",
-                "Principal": {
-                    "Federated": f"arn:{partition}:iam::"
-                    f"{oidc_provider_account_id or account_id}:oidc-provider/{provider}"
-                },
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{provider}:sub": f"system:serviceaccount:{namespace}:{service_account}",
-                        f"{provider}:aud": "sts.amazonaws.com",
-                    }
-                },
-            }
-        )
-    return {"Version": "2012-10-17", "Statement": statements}
-
-
-def pod_identity_statement(
-    *, account_id: str, cluster_name: str, namespace: str, service_account: str | None
-) -> dict[str, Any]:
-    """EKS Pod Identity's trust (contracts/pod_identity.py), narrowed to this account and to the
-    session tags EKS sets for one cluster, namespace and service account: no other cluster's or
-    service account's association can obtain the role, even one naming it. Without a service
-    account (a chain role before its application names one) it is narrowed to the namespace."""
-    tags = {
-        pod_identity.SOURCE_ACCOUNT_KEY: account_id,
-        pod_identity.request_tag(pod_identity.CLUSTER_NAME_TAG): cluster_name,
-        pod_identity.request_tag(pod_identity.NAMESPACE_TAG): namespace,
-    }
-    if service_account is not None:
-        tags[pod_identity.request_tag(pod_identity.SERVICE_ACCOUNT_TAG)] = service_account
-    return {
-        "Effect": "Allow",
-        "Principal": {"Service": pod_identity.SERVICE_PRINCIPAL},
-        "Action": list(pod_identity.TRUST_ACTIONS),
-        "Condition": {"StringEquals": tags},
-    }

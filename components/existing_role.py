@@ -12,16 +12,13 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from kiam_eks.components.application_role import (
-    ServedRoleArgs,
-    application_trust_policy,
-    pod_identity_statement,
-)
+from kiam_eks.components.application_role import ServedRoleArgs
 from kiam_eks.contracts import names, pod_identity, tokens
 from kiam_eks.contracts.iam import role_arn_parts
 from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
-from kiam_eks.settings.applications import ApplicationSettings, ServedBy
+from kiam_eks.settings.applications import ServedBy
 from kiam_eks.specs import iam_policies
+from kiam_eks.specs.trust_policies import owner_trust, pod_identity_statement
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,55 +157,3 @@ def _on_pod_identity_path(served_by: ServedBy) -> bool:
     owner can trust it before the association that uses it exists (IAM refuses a trust policy
     naming a role that does not exist yet)."""
     return not served_by.irsa
-
-
-def owner_trust(
-    settings: ApplicationSettings,
-    *,
-    server_role_arn: str | None,
-    oidc_issuer: str | None,
-    chain_role_arn: str | None,
-    partition: str,
-    account_id: str,
-    cluster_name: str,
-) -> dict[str, Any]:
-    """What the existing role's trust policy must hold in its state (`required`), and what each
-    next state adds to it (`next`): a state whose statements need a service account is listed
-    once `serviceAccount` is given (allowed from `kiam` on for an existing role)."""
-    assert settings.role_arn is not None
-    role_account = role_arn_parts(settings.role_arn).account_id
-
-    def statements(state: ServedBy) -> list[dict[str, Any]]:
-        document = application_trust_policy(
-            state,
-            server_role_arn=server_role_arn,
-            oidc_issuer=oidc_issuer,
-            partition=partition,
-            account_id=account_id,
-            cluster_name=cluster_name,
-            namespace=settings.namespace,
-            service_account=settings.service_account,
-            oidc_provider_account_id=role_account,
-            chain_role_arn=chain_role_arn,
-        )
-        return list(document["Statement"])
-
-    now = statements(settings.served_by)
-    following: dict[str, list[dict[str, Any]]] = {}
-    for state in next_states(settings.served_by):
-        if settings.service_account is None:
-            continue
-        if state.irsa and not oidc_issuer:
-            continue
-        if state.pod_identity and role_account != account_id and chain_role_arn is None:
-            continue
-        following[state.value] = [s for s in statements(state) if s not in now]
-    return {"required": now, "next": following}
-
-
-def next_states(served_by: ServedBy) -> list[ServedBy]:
-    """The states one forward step away: both moves from `kiam`, the end of a move from its
-    middle, none at an end."""
-    if served_by is ServedBy.KIAM:
-        return [ServedBy.KIAM_AND_POD_IDENTITY, ServedBy.KIAM_AND_IRSA]
-    return [served_by.next] if served_by.next is not None else []

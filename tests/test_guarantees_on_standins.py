@@ -21,6 +21,7 @@ from kiam_eks.program.kubernetes import kubernetes_provider
 from kiam_eks.program.stack import build, export_outputs
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.stack import StackSettings
+from tests import guarantee_views as g
 from tests.conftest import EXAMPLE_STACKS, example_config
 from tools.mock_engine import MockEngine
 
@@ -34,10 +35,12 @@ def settings_of(config: dict[str, Any]) -> StackSettings:
     return settings_from_values(values, "test")
 
 
-def standin_resources(stack: str, state: Path) -> list[Resource]:
+def standin_resources(
+    stack: str, state: Path, config: dict[str, Any] | None = None
+) -> list[Resource]:
     """The e2e program (e2e/program/__main__.py) under the mock engine: the same composition
     with the stand-in cloud side, and a Kubernetes provider."""
-    config = example_config(stack)
+    config = example_config(stack) if config is None else config
     settings = settings_of(config)
 
     def program() -> None:
@@ -201,3 +204,32 @@ def test_an_association_the_stand_ins_record_is_judged_like_eks_one(
             "which only production/orders/orders-api may obtain",
         ),
     ]
+
+
+def test_roles_that_exist_already_on_the_stand_ins_keep_every_guarantee(tmp_path: Path) -> None:
+    """Existing roles (tests/test_existing_roles.py) on the stand-ins: no IAM, the association a
+    ConfigMap whose data chains to the role of another account (`targetRoleArn`), as EKS's."""
+    for ledger, reports in (("kiam", "kiam"), ("kiam+podIdentity", "podIdentity")):
+        config = g.existing_config(ledger, reports)
+        resources = standin_resources("test", tmp_path / ledger, config)
+        assert check_all(resources, Expected.of(settings_of(config))) == []
+    associations = {
+        r.inputs["metadata"]["name"]: r.inputs["data"]
+        for r in resources
+        if r.type == "kubernetes:core/v1:ConfigMap" and "pod-identity" in r.name
+    }
+    assert associations == {
+        "pod-identity.ledger.api": {
+            "clusterName": "test",
+            "namespace": "ledger",
+            "serviceAccount": "api",
+            "roleArn": g.LEDGER_ARN,
+        },
+        "pod-identity.reports.reporter": {
+            "clusterName": "test",
+            "namespace": "reports",
+            "serviceAccount": "reporter",
+            "roleArn": "arn:aws:iam::111122223333:role/kiam/kiam-chain-reports-",
+            "targetRoleArn": g.REPORTS_ARN,
+        },
+    }

@@ -521,6 +521,13 @@ POD_IDENTITY_ENV = {
 IRSA_ENV = {"AWS_ROLE_ARN": ROLE_ARN, "AWS_WEB_IDENTITY_TOKEN_FILE": "/t"}
 PERMITS = f"{BASE_ARN}billing-api"
 ASSOCIATED = {("billing", "api"): pod_identity.association_data("dev", "billing", "api", ROLE_ARN)}
+# A role of another account reached by role chaining: EKS hands out the target's credentials.
+CHAIN_ARN = "arn:aws:iam::111122223333:role/kiam/kiam-chain-billing-"
+CHAINED = {
+    ("billing", "api"): pod_identity.association_data(
+        "dev", "billing", "api", CHAIN_ARN, target_role_arn=ROLE_ARN
+    )
+}
 KIAM_ONLY = frozenset({ServedBy.KIAM})
 
 
@@ -595,6 +602,23 @@ SERVED: Any = _Served()
             False,
             KIAM_ONLY,
             ("podIdentity", False, "no eks-pod-identity-agent"),
+        ),
+        (
+            _pod(POD_IDENTITY_ENV),
+            "",
+            CHAINED,
+            True,
+            KIAM_ONLY,
+            ("podIdentity", True, f"associated to {ROLE_ARN}"),
+        ),
+        (
+            # The chain role without its target: pods would get the chain role's credentials.
+            _pod(POD_IDENTITY_ENV),
+            "",
+            {("billing", "api"): pod_identity.association_data("dev", "billing", "api", CHAIN_ARN)},
+            True,
+            KIAM_ONLY,
+            ("podIdentity", False, f"associated to {CHAIN_ARN}"),
         ),
         (
             _pod(IRSA_ENV, "billing-api"),

@@ -315,11 +315,13 @@ def credentials(
         association = associations.get((pod["metadata"]["namespace"], account))
         if association is None:
             return Credentials("podIdentity", False, f"no association for {account}")
-        if association["roleArn"] != app.role_arn:
-            return Credentials("podIdentity", False, f"associated to {association['roleArn']}")
+        # With a target role EKS hands out the target's credentials (pod-id-assign-target-role).
+        handed = association.get("targetRoleArn") or association["roleArn"]
+        if handed != app.role_arn:
+            return Credentials("podIdentity", False, f"associated to {handed}")
         if not agent_running:
             return Credentials("podIdentity", False, f"no {AGENT_ADDON}")
-        return Credentials("podIdentity", True, f"associated to {association['roleArn']}")
+        return Credentials("podIdentity", True, f"associated to {handed}")
     annotation = (pod["metadata"].get("annotations") or {}).get(ROLE_ANNOTATION)
     if annotation:
         arn = resolve(annotation, app.role_base_arn)

@@ -10,7 +10,7 @@ import pulumi
 from e2e.standins import pod_identity
 from e2e.standins.certificates import LocalAuthority
 from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs
-from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
+from e2e.standins.roles import ComputedApplicationRole, ComputedExistingRole, ComputedRoles
 from kiam_eks.components.cloud import ApplicationAccess, KiamRoles
 from kiam_eks.contracts.pod_identity import AGENT_ADDON
 from kiam_eks.settings.applications import ApplicationSettings
@@ -53,7 +53,10 @@ class KwokCloud:
         settings: ApplicationSettings,
         roles: KiamRoles,
         opts: pulumi.ResourceOptions,
-    ) -> ComputedApplicationRole:
+    ) -> ComputedApplicationRole | ComputedExistingRole:
+        if not settings.owned:
+            assert isinstance(roles, ComputedRoles), roles
+            return ComputedExistingRole.of(settings, self.settings, roles)
         return ComputedApplicationRole.of(settings, self.settings, roles.role_base_arn)
 
     def pod_identity_association(
@@ -65,14 +68,16 @@ class KwokCloud:
     ) -> pulumi.Resource:
         # The computed role is no resource: the association is a child of the install.
         if settings.service_account is None:  # the settings refuse Pod Identity without one
-            raise ValueError(f"application role {settings.role_name} has no serviceAccount")
+            raise ValueError(f"application role {settings.display_name} has no serviceAccount")
+        existing = access if isinstance(access, ComputedExistingRole) else None
         return pod_identity.association(
             name,
             self.settings.cluster.name,
             settings.namespace,
             settings.service_account,
-            access.role_arn,
+            existing.association_role_arn if existing else access.role_arn,
             opts,
+            target_role_arn=existing.target_role_arn if existing else None,
         )
 
     def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource | None:

@@ -4,7 +4,9 @@ harness's admission (`e2e/harness/app_pods.py`) and watcher read as EKS would.
 
 The association (`aws.eks.PodIdentityAssociation`) is a ConfigMap in kube-system named after its
 (namespace, service account) pair, its data the association's inputs under their pulumi-aws names
-(`clusterName`, `namespace`, `serviceAccount`, `roleArn`). It models the paths AWS documents:
+(`clusterName`, `namespace`, `serviceAccount`, `roleArn`, and `targetRoleArn` where EKS chains
+to a role of another account: pods then get the target's credentials, the Amazon EKS User Guide,
+pod-id-assign-target-role). It models the paths AWS documents:
 
 - One association per service account per cluster: CreatePodIdentityAssociation answers
   `ResourceInUseException` for a pair that has one (its errors, as the EKS API model lists them:
@@ -93,15 +95,23 @@ def association_name(namespace: str, service_account: str) -> str:
 
 
 def association_data(
-    cluster_name: str, namespace: str, service_account: str, role_arn: str
+    cluster_name: str,
+    namespace: str,
+    service_account: str,
+    role_arn: str,
+    target_role_arn: str | None = None,
 ) -> dict[str, str]:
-    """The association's inputs, under the names pulumi-aws gives them."""
-    return {
+    """The association's inputs, under the names pulumi-aws gives them; `targetRoleArn` only
+    where it chains (EKS then hands pods the target's credentials: pod-id-assign-target-role)."""
+    data = {
         "clusterName": cluster_name,
         "namespace": namespace,
         "serviceAccount": service_account,
         "roleArn": role_arn,
     }
+    if target_role_arn is not None:
+        data["targetRoleArn"] = target_role_arn
+    return data
 
 
 def association(
@@ -111,9 +121,11 @@ def association(
     service_account: str,
     role_arn: pulumi.Input[str],
     opts: pulumi.ResourceOptions,
+    target_role_arn: str | None = None,
 ) -> pulumi.Resource:
-    """The association of `namespace/service_account` to the role, under the composition's name
-    and options (its parent, its replacement order)."""
+    """The association of `namespace/service_account` to the role (or through it to
+    `target_role_arn`), under the composition's name and options (its parent, its replacement
+    order)."""
     config_map: pulumi.Resource = k8s.core.v1.ConfigMap(
         name,
         metadata={
@@ -122,7 +134,9 @@ def association(
             "labels": ASSOCIATION_LABEL,
         },
         data=pulumi.Output.from_input(role_arn).apply(
-            lambda arn: association_data(cluster_name, namespace, service_account, arn)
+            lambda arn: association_data(
+                cluster_name, namespace, service_account, arn, target_role_arn
+            )
         ),
         opts=opts,
     )

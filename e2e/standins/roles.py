@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 
@@ -18,6 +19,7 @@ from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.specs import iam_policies
+from kiam_eks.specs.trust_policies import owner_trust
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,56 @@ class ComputedRoles:
 
 
 @dataclass(frozen=True)
+class ComputedExistingRole:
+    """`ApplicationAccess` of a role that exists already (`roleArn`), without AWS: its ARN as
+    given, and, for a role of another account on the Pod Identity path, the chain role's ARN as
+    IAM would write it from its name prefix (without the unique suffix IAM appends)."""
+
+    role_arn: str
+    pod_annotation: dict[str, str]
+    service_account_annotation: dict[str, str]
+    association_role_arn: str
+    target_role_arn: str | None
+    owner_trust: dict[str, Any]
+
+    @classmethod
+    def of(
+        cls, app: ApplicationSettings, settings: StackSettings, roles: ComputedRoles
+    ) -> ComputedExistingRole:
+        assert app.role_arn is not None
+        cluster = settings.cluster
+        chained = aws_iam.role_arn_parts(app.role_arn).account_id != cluster.account_id
+        chain = (
+            aws_iam.role_arn(
+                cluster.partition,
+                cluster.account_id,
+                settings.iam.kiam_role_path,
+                names.chain_role_name_prefix(app.namespace),
+            )
+            if chained and not app.served_by.irsa
+            else None
+        )
+        return cls(
+            role_arn=app.role_arn,
+            pod_annotation={
+                ROLE_ANNOTATION: iam_policies.pod_role_annotation(app.role_arn, roles.role_base_arn)
+            },
+            service_account_annotation={IRSA_ANNOTATION: app.role_arn},
+            association_role_arn=chain or app.role_arn,
+            target_role_arn=app.role_arn if chain else None,
+            owner_trust=owner_trust(
+                app,
+                server_role_arn=roles.server_role_arn,
+                oidc_issuer=None,
+                chain_role_arn=chain,
+                partition=cluster.partition,
+                account_id=cluster.account_id,
+                cluster_name=cluster.name,
+            ),
+        )
+
+
+@dataclass(frozen=True)
 class ComputedApplicationRole:
     """`ApplicationAccess` without AWS: the role's ARN from its path and fixed name."""
 
@@ -58,17 +110,12 @@ class ComputedApplicationRole:
     pod_annotation: dict[str, str]
     service_account_annotation: dict[str, str]
     owner_trust: None = None
-    """The stack writes the trust of the roles it creates; roles that exist already (`roleArn`)
-    are not modelled here yet."""
+    """The stack writes the trust of the roles it creates (`ComputedExistingRole` for the others)."""
 
     @classmethod
     def of(
         cls, app: ApplicationSettings, settings: StackSettings, role_base_arn: str
     ) -> ComputedApplicationRole:
-        if not app.owned:
-            raise ValueError(
-                f"the e2e stand-ins model only roles the stack creates, not roleArn {app.role_arn}"
-            )
         cluster = settings.cluster
         arn = app.arn(cluster.partition, cluster.account_id, settings.iam)
         return cls(

@@ -131,6 +131,7 @@ LONGEST_FIRST = (
     "test_transitions",  # 180 s
     "test_retire",  # 160 s
     "test_policy_pack",  # 139 s
+    "test_consumers",  # 124 s (alone, 2026-12-02)
     "test_namespace_permissions",  # 106 s
     "test_install",  # 98 s
     "test_retire_interrupted",  # 72 s
@@ -142,7 +143,6 @@ LONGEST_FIRST = (
     "test_monitoring",  # 47 s
     "test_destroy",  # 38 s
     "test_kiam_usage",  # 16 s
-    "test_consumers",  # not yet measured in a whole run
 )
 
 

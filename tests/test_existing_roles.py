@@ -17,7 +17,7 @@ import pytest
 from kiam_eks.contracts import tokens
 from kiam_eks.invariants import Resource, Violation, check_all
 from kiam_eks.invariants.recorded import resources_from_recording
-from kiam_eks.settings.installed import installed_by
+from kiam_eks.settings.installed import installed_by, read_installed
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.settings.transitions import RefusedChangeError, judge
@@ -664,3 +664,23 @@ def test_the_service_account_named_at_kiam_may_change_and_the_move_may_take_anot
     assert judged(
         moving, with_app(**{**moving["kiam:applications"]["ledger"], "serviceAccount": "x"})
     )
+
+
+def test_the_installed_facts_record_an_existing_role_and_no_other_applications_facts_change(
+    runs: dict[str, Recording],
+) -> None:
+    """`existing` is written only when true: a running install's `installed` output reads as it
+    always has after the upgrade (tests/test_package.py holds its URNs the same too)."""
+    owned = run_program(g.KIAM_CONFIG).stack_outputs["installed"]["applications"]
+    assert all("existing" not in fact for fact in owned.values())
+    facts = runs["kiam"].stack_outputs["installed"]["applications"]
+    assert facts["ledger"] == {
+        "namespace": "ledger",
+        "roleArn": g.LEDGER_ARN,
+        "servedBy": "kiam",
+        "serviceAccount": None,
+        "existing": True,
+    }
+    # Read back as the next update reads it.
+    read = read_installed(runs["kiam"].stack_outputs)
+    assert read is not None and read.applications["ledger"].existing

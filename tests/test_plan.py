@@ -236,3 +236,23 @@ def test_the_bench_replaces_its_table_and_keeps_the_sections_after_it() -> None:
         f"# Performance\n\nintro\n\n{MARKER}\nnew table\n\n## The real engine\n\nkept\n"
     )
     assert with_table(f"intro\n{MARKER}\nold\n", "new") == f"intro\n{MARKER}\nnew\n"
+
+
+def test_each_kubernetes_schema_is_parsed_once_per_process() -> None:
+    """kubernetes-validate parses `_definitions.json` on every `validate`; the plan's validators
+    cache it (tools/validate.py `cache_schemas`), and the warm-up parses it before the plan
+    arrives, so validating the plan reads no schema the warm-up read already."""
+    import kubernetes_validate.utils as utils
+
+    from tools import validate
+
+    validate.preload("1.33")
+    cached = utils.schema_contents
+    assert hasattr(cached, "cache_info")
+    before = cached.cache_info()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "again"}}
+    assert validate.kubernetes_findings({"ns.yaml": namespace}, "1.33") == []
+    after = cached.cache_info()
+    assert (after.misses, after.hits - before.hits) == (before.misses, 2)
+    validate.cache_schemas()  # a second call wraps nothing twice
+    assert utils.schema_contents is cached

@@ -67,27 +67,32 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return EXIT_INVALID_SETTINGS
 
-    # Imported here: a settings error above answers without loading the cloud SDKs, which these
-    # load (through the mock engine).
-    from tools.mock_engine import run_main
-    from tools.ordering import ordering_edges
-    from tools.plan_diff import diff_plans, read_plan_dir, report
-    from tools.render import render
+    # The validators' process forks first, before the cloud SDKs are imported: it carries none of
+    # their state and loads the validators while this process loads the SDKs and runs the
+    # program. A diff only compares renderings; validators and guarantees are the plain plan's.
+    with _validator_process(
+        enabled=not (args.no_validate or args.diff),
+        kubernetes_version=settings.cluster.kubernetes_version,
+    ) as validator:
+        # Imported here: a settings error above answers without loading the cloud SDKs, which
+        # these load (through the mock engine).
+        from tools.mock_engine import run_main
+        from tools.ordering import ordering_edges
+        from tools.plan_diff import diff_plans, read_plan_dir, report
+        from tools.render import render
 
-    # With --diff, the base plan is what the stack's last update left: the change is judged from
-    # it as `pulumi up` judges it (settings/transitions.py), and refused the same way.
-    base = _base_update(args.diff) if args.diff else None
-    if base is not None:
-        try:
-            transition = judge(settings, base.installed(), base.resources, str(path))
-        except RefusedChangeError as refusal:
-            print(refusal, file=sys.stderr)
-            return EXIT_INVALID_SETTINGS
-        for verdict in transition.verdicts:
-            print(f"{verdict.kind.value} change: {verdict}")
+        # With --diff, the base plan is what the stack's last update left: the change is judged
+        # from it as `pulumi up` judges it (settings/transitions.py), and refused the same way.
+        base = _base_update(args.diff) if args.diff else None
+        if base is not None:
+            try:
+                transition = judge(settings, base.installed(), base.resources, str(path))
+            except RefusedChangeError as refusal:
+                print(refusal, file=sys.stderr)
+                return EXIT_INVALID_SETTINGS
+            for verdict in transition.verdicts:
+                print(f"{verdict.kind.value} change: {verdict}")
 
-    # A diff only compares renderings; validators and guarantees are the plain plan's job.
-    with _validator_process(enabled=not (args.no_validate or args.diff)) as validator:
         secret_keys = _secret_keys(config)
         install = None
         if settings.retire and base is None:
@@ -185,7 +190,7 @@ Validator = Callable[[Any, Any], tuple[list[Any], str]]
 
 
 @contextlib.contextmanager
-def _validator_process(enabled: bool) -> Iterator[Validator]:
+def _validator_process(enabled: bool, kubernetes_version: str) -> Iterator[Validator]:
     """Validators loaded in a second process while this one runs the program.
 
     Loading them (parliament parses ~10 MB of IAM definitions) costs about as much as the
@@ -204,7 +209,7 @@ def _validator_process(enabled: bool) -> Iterator[Validator]:
         )
         return
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-        pool.submit(validate.preload)
+        pool.submit(validate.preload, kubernetes_version)
         yield lambda plan, cluster: (
             pool.submit(
                 validate.validate_plan, plan.manifests, plan.iam, cluster, plan.patches

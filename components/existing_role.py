@@ -154,6 +154,7 @@ class ExistingApplicationRole(pulumi.ComponentResource):
 
 def _on_pod_identity_path(served_by: ServedBy) -> bool:
     """`kiam`, `kiam+podIdentity` or `podIdentity`: the chain role exists from `kiam` on, so the
-    owner can trust it before the association that uses it exists (IAM refuses a trust policy
-    naming a role that does not exist yet)."""
+    owner can trust it before the association that uses it exists: its name, hence its ARN, is
+    generated (`name_prefix`), known only once the role exists, and pods recreated onto the
+    association must find the target trusting it already."""
     return not served_by.irsa

@@ -53,12 +53,16 @@ class ApplicationRole(pulumi.ComponentResource):
     """The application role."""
     role_arn: pulumi.Output[str]
     """Its ARN (`ApplicationAccess`)."""
+    association_role_arn: pulumi.Output[str]
+    """Its ARN, which an association names (`ApplicationAccess`)."""
     pod_annotation: dict[str, str]
     """Pod annotation that makes kiam hand out this role: its ARN relative to `--role-base-arn`."""
     service_account_annotation: pulumi.Output[dict[str, str]]
     """Service-account annotation that selects the role through IRSA (once trusted for it)."""
     owner_trust: None = None
     """The stack writes this role's trust itself (`ApplicationAccess`)."""
+    target_role_arn: None = None
+    """An association names the role itself (`ApplicationAccess`)."""
 
     def __init__(
         self, name: str, args: ApplicationRoleArgs, opts: pulumi.ResourceOptions | None = None
@@ -117,6 +121,7 @@ class ApplicationRole(pulumi.ComponentResource):
                 opts=child,
             )
         self.role_arn = self.role.arn
+        self.association_role_arn = self.role.arn
         self.pod_annotation = {ROLE_ANNOTATION: annotation}
         self.service_account_annotation = self.role.arn.apply(lambda arn: {IRSA_ANNOTATION: arn})
         self.register_outputs(

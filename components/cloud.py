@@ -78,6 +78,17 @@ class ApplicationAccess(Protocol):
         ...
 
     @property
+    def association_role_arn(self) -> pulumi.Input[str]:
+        """What a Pod Identity association names as its `roleArn`: the role itself, or the
+        cluster account's role EKS chains through to a role of another account."""
+        ...
+
+    @property
+    def target_role_arn(self) -> str | None:
+        """The association's `targetRoleArn` where EKS chains to the role, else None."""
+        ...
+
+    @property
     def owner_trust(self) -> pulumi.Input[dict[str, Any]] | None:
         """For a role that exists already (`roleArn`), the trust statements its owner must keep
         and add (`components/existing_role.py`); None for a role the stack creates."""

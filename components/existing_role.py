@@ -135,17 +135,9 @@ class ExistingApplicationRole(pulumi.ComponentResource):
             f"{name}-chain-assume-target",
             role=role.name,
             policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Sid": "AssumeTargetRole",
-                            "Effect": "Allow",
-                            "Action": list(pod_identity.CHAIN_ROLE_ACTIONS),
-                            "Resource": s.role_arn,
-                        }
-                    ],
-                }
+                iam_policies.assume_role_policy(
+                    s.role_arn, "AssumeTargetRole", pod_identity.CHAIN_ROLE_ACTIONS
+                )
             ),
             opts=child,
         )

@@ -101,22 +101,13 @@ class AwsCloud:
         # A child of the application's role component (application_role), as it has always been:
         # its URN on every running install.
         assert isinstance(access, ApplicationRole | ExistingApplicationRole), access
-        parent = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=access))
-        if isinstance(access, ExistingApplicationRole):
-            return association(
-                name,
-                cluster_name=self.settings.cluster.name,
-                settings=settings,
-                role_arn=access.association_role_arn,
-                target_role_arn=access.target_role_arn,
-                opts=parent,
-            )
         return association(
             name,
             cluster_name=self.settings.cluster.name,
             settings=settings,
-            role_arn=access.role_arn,
-            opts=parent,
+            role_arn=access.association_role_arn,
+            target_role_arn=access.target_role_arn,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=access)),
         )
 
     def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> aws.eks.Addon | None:

@@ -82,6 +82,14 @@ class ServedBy(StrEnum):
         return _NEXT.get(self)
 
     @property
+    def forward(self) -> tuple[ServedBy, ...]:
+        """The states one step forward: both moves from `kiam`, the end of a move from its
+        middle, none at an end."""
+        if self is ServedBy.KIAM:
+            return (ServedBy.KIAM_AND_POD_IDENTITY, ServedBy.KIAM_AND_IRSA)
+        return (self.next,) if self.next is not None else ()
+
+    @property
     def previous(self) -> ServedBy | None:
         """The state a rollback goes back to; None at `kiam`."""
         return _PREVIOUS.get(self)
@@ -242,12 +250,6 @@ class ApplicationSettings(Model):
         assert self.role_name is not None  # one of the two, by `_check`
         return role_arn(partition, account_id, self.role_path(iam), self.role_name)
 
-    def account_id(self, cluster_account_id: str) -> str:
-        """The account the role lives in: an existing role's own, else the cluster's."""
-        if self.role_arn is not None:
-            return role_arn_parts(self.role_arn).account_id
-        return cluster_account_id
-
     @property
     def reads_oidc_issuer(self) -> bool:
         """IRSA serves it, or it is an existing role at `kiam` whose next state IRSA may serve:
@@ -255,7 +257,7 @@ class ApplicationSettings(Model):
         return self.served_by.irsa or (
             self.role_arn is not None
             and self.service_account is not None
-            and self.served_by is ServedBy.KIAM
+            and any(state.irsa for state in self.served_by.forward)
         )
 
     @property

@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import Literal
 
 from kiam_eks.contracts import names
+from kiam_eks.contracts.iam import role_arn_parts
 from kiam_eks.contracts.tokens import DAEMON_SET_PATCH
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.applications import ServedBy
@@ -537,10 +538,9 @@ def _application(
             )
         ]
     if old.role_arn != new.role_arn:
-        old_path, old_name = _path_and_name(old.role_arn)
-        new_path, new_name = _path_and_name(new.role_arn)
-        which = ".roleName" if old_name != new_name else ".path"
-        if old_name == new_name and old_path == new_path:
+        was, now = role_arn_parts(old.role_arn), role_arn_parts(new.role_arn)
+        which = ".roleName" if was.name != now.name else ".path"
+        if was.name == now.name and was.path == now.path:
             which = ""
         if old.existing or new.existing:
             which = ".roleArn"
@@ -598,12 +598,6 @@ def _application(
             )
         )
     return out
-
-
-def _path_and_name(arn: str) -> tuple[str, str]:
-    rest = arn.split(":role", 1)[1]
-    path, _, name = rest.rpartition("/")
-    return path + "/", name
 
 
 _PATH = {

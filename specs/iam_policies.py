@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 # Both stay importable from here for the settings check and the stand-ins that reach for them.
@@ -86,16 +86,18 @@ def role_trust_policy(principal_role_arn: str) -> PolicyDocument:
     return _trust({"AWS": principal_role_arn})
 
 
-def assume_role_policy(resource: str | list[str], sid: str) -> PolicyDocument:
-    """Permission to call sts:AssumeRole on ARNs or ARN patterns, and nothing else."""
+def assume_role_policy(
+    resource: str | list[str], sid: str, actions: Sequence[str] = ("sts:AssumeRole",)
+) -> PolicyDocument:
+    """Permission to call sts:AssumeRole (and `actions` beside it, such as sts:TagSession for a
+    Pod Identity chain) on ARNs or ARN patterns, and nothing else."""
     # One pattern stays a plain string: the document of a stack without sub-paths is unchanged.
     if isinstance(resource, list) and len(resource) == 1:
         resource = resource[0]
+    action: str | list[str] = actions[0] if len(actions) == 1 else list(actions)
     return {
         "Version": "2012-10-17",
-        "Statement": [
-            {"Sid": sid, "Effect": "Allow", "Action": "sts:AssumeRole", "Resource": resource}
-        ],
+        "Statement": [{"Sid": sid, "Effect": "Allow", "Action": action, "Resource": resource}],
     }
 
 

@@ -147,7 +147,7 @@ def owner_trust(
 
     now = statements(settings.served_by)
     following: dict[str, list[dict[str, Any]]] = {}
-    for state in next_states(settings.served_by):
+    for state in settings.served_by.forward:
         if settings.service_account is None:
             continue
         if state.irsa and not oidc_issuer:
@@ -156,11 +156,3 @@ def owner_trust(
             continue
         following[state.value] = [s for s in statements(state) if s not in now]
     return {"required": now, "next": following}
-
-
-def next_states(served_by: ServedBy) -> list[ServedBy]:
-    """The states one forward step away: both moves from `kiam`, the end of a move from its
-    middle, none at an end."""
-    if served_by is ServedBy.KIAM:
-        return [ServedBy.KIAM_AND_POD_IDENTITY, ServedBy.KIAM_AND_IRSA]
-    return [served_by.next] if served_by.next is not None else []

@@ -282,7 +282,7 @@ def _application(
             arn,
             annotation,
             pods,
-            next=[ServedBy.KIAM_AND_POD_IDENTITY, ServedBy.KIAM_AND_IRSA],
+            next=list(served.forward),
             ready=True,
             notes=[sdk_reminder()],
         )
@@ -302,7 +302,7 @@ def _application(
         arn,
         annotation,
         pods,
-        next=[served.next] if served.next is not None else [],
+        next=list(served.forward),
         ready=not waiting,
         notes=notes,
     )

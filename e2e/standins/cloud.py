@@ -69,15 +69,14 @@ class KwokCloud:
         # The computed role is no resource: the association is a child of the install.
         if settings.service_account is None:  # the settings refuse Pod Identity without one
             raise ValueError(f"application role {settings.display_name} has no serviceAccount")
-        existing = access if isinstance(access, ComputedExistingRole) else None
         return pod_identity.association(
             name,
             self.settings.cluster.name,
             settings.namespace,
             settings.service_account,
-            existing.association_role_arn if existing else access.role_arn,
+            access.association_role_arn,
             opts,
-            target_role_arn=existing.target_role_arn if existing else None,
+            target_role_arn=access.target_role_arn,
         )
 
     def pod_identity_agent(self, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource | None:

@@ -111,6 +111,12 @@ class ComputedApplicationRole:
     service_account_annotation: dict[str, str]
     owner_trust: None = None
     """The stack writes the trust of the roles it creates (`ComputedExistingRole` for the others)."""
+    target_role_arn: None = None
+    """An association names the role itself."""
+
+    @property
+    def association_role_arn(self) -> str:
+        return self.role_arn
 
     @classmethod
     def of(

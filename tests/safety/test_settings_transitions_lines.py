@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kiam_eks.contracts import names, tokens
+from kiam_eks.contracts.iam import role_arn_parts
 from kiam_eks.contracts.tokens import DAEMON_SET_PATCH
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.installed import Installed, InstalledNamespace, installed_by
@@ -18,7 +19,6 @@ from kiam_eks.settings.transitions import (
     Row,
     Transition,
     Verdict,
-    _path_and_name,
     _previous_server_names,
     _retirement_patch_left,
     agents_lost,
@@ -274,10 +274,8 @@ def test_an_adoption_two_phases_back_is_refused() -> None:
 
 def test_role_arns_split_into_path_and_name() -> None:
     assert s_path("arn:aws:iam::111122223333:role/kiam-apps/") == "/kiam-apps/"
-    assert _path_and_name("arn:aws:iam::111122223333:role/kiam-apps/team/billing-api") == (
-        "/kiam-apps/team/",
-        "billing-api",
-    )
+    parts = role_arn_parts("arn:aws:iam::111122223333:role/kiam-apps/team/billing-api")
+    assert (parts.path, parts.name) == ("/kiam-apps/team/", "billing-api")
 
 
 def test_an_application_removed_does_not_hide_the_next_ones_change() -> None:

@@ -54,6 +54,13 @@ def role_arn_parts(arn: str) -> RoleArnParts:
     return RoleArnParts(partition, account_id, path_and_name[:cut], path_and_name[cut:])
 
 
+def delegates_across(principal_partition: str, role_partition: str) -> bool:
+    """Whether a principal of one partition can be given a role of another: never. IAM User
+    Guide, "IAM identifiers" (IAM ARNs, `partition`): "You cannot delegate access between accounts
+    in different partitions"."""
+    return principal_partition == role_partition
+
+
 def role_arn(partition: str, account_id: str, path: str, name: str) -> str:
     """The ARN IAM gives a role: its path (`/` or `/a/b/`) and name are both part of it."""
     return f"arn:{partition}:iam::{account_id}:role{path}{name}"

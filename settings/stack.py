@@ -7,7 +7,7 @@ import re
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
 from kiam_eks.contracts import kiam
-from kiam_eks.contracts.iam import role_arn_parts
+from kiam_eks.contracts.iam import delegates_across, role_arn_parts
 from kiam_eks.settings.adoption import Adoption, AdoptionSettings
 from kiam_eks.settings.agent import AgentSettings
 from kiam_eks.settings.applications import ApplicationSettings
@@ -216,9 +216,7 @@ class StackSettings(Model):
                 )
             served[pair] = app
             parts = role_arn_parts(settings.role_arn)
-            if parts.partition != cluster.partition:
-                # IAM User Guide, "IAM identifiers" and the AWS General Reference: a partition
-                # is its own IAM; a principal of one cannot assume a role of another.
+            if not delegates_across(cluster.partition, parts.partition):
                 raise ValueError(
                     f"{key} {settings.role_arn!r} is a role of partition {parts.partition!r}; the "
                     f"cluster's region {cluster.region} (kiam:cluster.region) is in partition "

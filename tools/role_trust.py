@@ -4,9 +4,9 @@ state), looked for in the role's trust policy as IAM returns it (GetRole).
 
 IAM is read with the caller's own AWS credentials (boto3's default chain), in the caller's
 account only: a role of another account is reported as not checked, with the account to read it
-from, rather than looked up by name in the wrong account. IAM keeps a trust policy as written,
-so a statement is found when one of the role's statements says the same: `Sid` aside, and a
-single value the same as a one-element list, in any order (the IAM User Guide's policy grammar,
+from, rather than looked up by name in the wrong account. A statement is found when one of the
+role's statements says the same: `Sid` aside (a name, not a grant), and a single value the same
+as a one-element list, in any order (the IAM User Guide's policy grammar,
 "IAM JSON policy elements": `Action`, `Resource`, principals and condition values take a string
 or an array).
 """

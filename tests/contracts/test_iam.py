@@ -9,6 +9,7 @@ from kiam_eks.contracts.iam import (
     EKS_NODE_MANAGED_POLICIES,
     ROLE_ARN_PATTERN,
     RoleArnParts,
+    delegates_across,
     managed_policy_arn,
     pod_role_annotation,
     role_arn,
@@ -72,3 +73,11 @@ def test_a_pod_annotation_kiam_resolves_back_to_the_role() -> None:
     assert pod_role_annotation("arn:aws:iam::1:role/other/x", base) == (
         "arn:aws:iam::1:role/other/x"
     )
+
+
+def test_no_role_is_delegated_across_partitions() -> None:
+    # IAM User Guide, "IAM identifiers": "You cannot delegate access between accounts in
+    # different partitions."
+    assert delegates_across("aws", "aws")
+    assert not delegates_across("aws", "aws-cn")
+    assert not delegates_across("aws-us-gov", "aws")

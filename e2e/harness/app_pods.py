@@ -171,6 +171,18 @@ def roll(kube: Kube, workload: Workload, generation: int, replicas: int) -> list
     return names
 
 
+def delete(kube: Kube, workload: Workload) -> None:
+    """Every pod of the workload deleted, and gone."""
+    old = [p["metadata"]["name"] for p in pods_of(kube, workload)]
+    for name in old:
+        kube.request(
+            "DELETE",
+            f"/api/v1/namespaces/{workload.namespace}/pods/{name}",
+            {"gracePeriodSeconds": 0},
+        )
+    _wait(lambda: not pods_of(kube, workload), f"pods {old} gone")
+
+
 def _wait(condition: Any, what: str) -> None:
     deadline = time.monotonic() + READY_DEADLINE_SECONDS
     while time.monotonic() < deadline:

@@ -3,6 +3,7 @@ Identity's association and agent add-on as objects of the control plane."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pulumi
@@ -16,6 +17,10 @@ from kiam_eks.contracts.pod_identity import AGENT_ADDON
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.stack import StackSettings
 from tools.kube_api import KubeApi
+
+# The API server's OpenID Provider Configuration (Kubernetes documentation, "Managing Service
+# Accounts", "Service account issuer discovery").
+OIDC_DISCOVERY = "/.well-known/openid-configuration"
 
 
 class KwokCloud:
@@ -32,6 +37,17 @@ class KwokCloud:
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> ComputedRoles:
         return ComputedRoles.of(name, self.settings)
+
+    @functools.cached_property
+    def oidc_issuer(self) -> str | None:
+        """The cluster's OIDC issuer, where AWS reads EKS's (`identity.oidc.issuer`,
+        program/providers.py): EKS's issuer is the one of the API server's service account
+        tokens, which the API server publishes in its discovery document (Kubernetes, "Service
+        account issuer discovery": `/.well-known/openid-configuration`, its `issuer`). None under
+        the mock engine, which has no cluster."""
+        if self.cluster is None:
+            return None
+        return str(self.cluster.get(OIDC_DISCOVERY)["issuer"])
 
     def server_nodes(
         self, name: str, roles: KiamRoles, opts: pulumi.ResourceOptions
@@ -55,8 +71,8 @@ class KwokCloud:
         opts: pulumi.ResourceOptions,
     ) -> ComputedApplicationRole | ComputedExistingRole:
         if not settings.owned:
-            assert isinstance(roles, ComputedRoles), roles
-            return ComputedExistingRole.of(settings, self.settings, roles)
+            issuer = self.oidc_issuer if settings.reads_oidc_issuer else None
+            return ComputedExistingRole.of(settings, self.settings, roles, issuer)
         return ComputedApplicationRole.of(settings, self.settings, roles.role_base_arn)
 
     def pod_identity_association(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pulumi
 
+from kiam_eks.components.cloud import KiamRoles
 from kiam_eks.contracts import iam as aws_iam
 from kiam_eks.contracts import names
 from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
@@ -67,9 +68,16 @@ class ComputedExistingRole:
 
     @classmethod
     def of(
-        cls, app: ApplicationSettings, settings: StackSettings, roles: ComputedRoles
+        cls,
+        app: ApplicationSettings,
+        settings: StackSettings,
+        roles: KiamRoles,
+        oidc_issuer: str | None = None,
     ) -> ComputedExistingRole:
+        """`roles`: the computed ones, or a retired stack's (`RetiredRoles`: no server role)."""
         assert app.role_arn is not None
+        server_role_arn = roles.server_role_arn
+        assert isinstance(server_role_arn, str), server_role_arn  # computed, never an Output
         cluster = settings.cluster
         chained = aws_iam.role_arn_parts(app.role_arn).account_id != cluster.account_id
         chain = (
@@ -92,8 +100,8 @@ class ComputedExistingRole:
             target_role_arn=app.role_arn if chain else None,
             owner_trust=owner_trust(
                 app,
-                server_role_arn=roles.server_role_arn,
-                oidc_issuer=None,
+                server_role_arn=server_role_arn,
+                oidc_issuer=oidc_issuer,
                 chain_role_arn=chain,
                 partition=cluster.partition,
                 account_id=cluster.account_id,

@@ -18,10 +18,6 @@ wiring is written into the pods as EKS's webhook writes it (no webhook runs here
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from e2e.harness import toolchain
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.kube import Kube
+from e2e.harness.tool_process import run_tool
 from e2e.tests.conftest import REPORT, example_config
 from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
 from tools.credential_sources import sdk_reminder
@@ -178,24 +174,7 @@ def kiam_usage(
     env: Environment, stack_file: Path, *args: str, via: str = "KUBECONFIG"
 ) -> tuple[int, dict[str, Any]]:
     """The tool in its own process, as a user runs it; its exit code and JSON."""
-    kubeconfig = str(env.plane.kubeconfig)
-    extra = ["--kubeconfig", kubeconfig] if via == "flag" else []
-    environ = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    if via == "KUBECONFIG":
-        environ["KUBECONFIG"] = kubeconfig
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "tools.kiam_usage", "--config-file", str(stack_file)),
-            *("--json", *extra, *args),
-        ],
-        cwd=toolchain.REPO,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.stderr == ""
-    return done.returncode, json.loads(done.stdout)
+    return run_tool(env, "tools.kiam_usage", stack_file, *args, via=via)
 
 
 def pod_json(

@@ -285,3 +285,88 @@ def test_a_draft_the_stack_would_refuse_exits_1_naming_why(
         "the annotation first (kubectl annotate --overwrite namespace billing "
         "iam.amazonaws.com/permitted=...) and give the narrowed value"
     ]
+
+
+def _cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        kiam_draft,
+        "read_objects",
+        lambda kubeconfig: {
+            "pods": PODS,
+            "namespaces": NAMESPACES,
+            "nodes": NODES,
+            "replicasets": [],
+            "jobs": [],
+        },
+    )
+
+
+def test_a_namespace_the_cluster_lacks_is_bad_input_and_nothing_is_drafted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = tmp_path / "Pulumi.draft.yaml"
+    stack.write_text(yaml.safe_dump({"config": base_config()}))
+    _cluster(monkeypatch)
+    args = ["--config-file", str(stack), "--kubeconfig", str(tmp_path / "k"), "--json"]
+    assert kiam_draft.main([*args, "--namespace", "billing", "--namespace", "ghost"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"{stack}: --namespace ghost: the cluster has no such namespace (it has batch, billing, "
+        "legacy, plain, reports, shop)\n"
+    )
+
+
+def test_drafting_one_namespace_keeps_the_stack_files_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = tmp_path / "Pulumi.draft.yaml"
+    # An application of another namespace already named like the one billing's draft would get.
+    others = {
+        "billing-billing-api": {"namespace": "shop", "roleName": "shop-web"},
+    }
+    stack.write_text(yaml.safe_dump({"config": {**base_config(), "kiam:applications": others}}))
+    _cluster(monkeypatch)
+    args = ["--config-file", str(stack), "--kubeconfig", str(tmp_path / "k"), "--json"]
+    assert kiam_draft.main([*args, "--namespace", "billing"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["config"] == {
+        "kiam:applications": {
+            "billing-billing-api-2": {
+                "namespace": "billing",
+                "roleArn": f"{BASE}billing-api",
+                "serviceAccount": "api",
+            }
+        },
+        "kiam:existingPermitted": {"billing": f"^{BASE}billing-api$"},
+    }
+    assert found["problems"] == []
+    # Only billing is read: legacy's refused pod is not listed.
+    assert found["notAdmitted"] == []
+
+
+def test_drawn_again_the_draft_keeps_the_names_and_found_values_the_stack_holds() -> None:
+    # The stack holds billing's annotation as the union of the value it found and its roles.
+    held = f"^{BASE}billing-api$$|^(arn:aws:iam::111122223333:role/kiam-apps/billing-api)$"
+    namespaces = [namespace("billing", held)]
+    again = draft(
+        PODS,
+        namespaces,
+        NODES,
+        OWNERS,
+        role_base_arn=BASE,
+        cluster_account_id="111122223333",
+        taken_keys=["api"],
+        known={("billing", f"{BASE}billing-api"): "api"},
+        held_permitted={"billing": f"^{BASE}billing-api$"},
+    )
+    assert again.stack_config() == {
+        "kiam:applications": {
+            "api": {
+                "namespace": "billing",
+                "roleArn": f"{BASE}billing-api",
+                "serviceAccount": "api",
+            }
+        },
+        "kiam:existingPermitted": {"billing": f"^{BASE}billing-api$"},
+    }

@@ -100,12 +100,22 @@ def draft(
     *,
     role_base_arn: str,
     cluster_account_id: str,
+    taken_keys: Iterable[str] = (),
+    known: Mapping[tuple[str, str], str] | None = None,
+    held_permitted: Mapping[str, str] | None = None,
 ) -> Draft:
     """The draft of the cluster's live pods.
 
     `owners` maps (namespace, kind, name) of a pod's controller (a ReplicaSet, a Job) to its
     own controller (a Deployment, a CronJob), as their ownerReferences say; `role_base_arn` is
-    the running servers' `--role-base-arn`, against which kiam resolves a bare annotation."""
+    the running servers' `--role-base-arn`, against which kiam resolves a bare annotation;
+    `taken_keys`, application names the draft must not give (the stack file's others).
+
+    Drawn again once the stack serves some of it: `known` maps the stack file's (namespace, role
+    ARN) pairs to their application names, which the draft keeps; `held_permitted` is the stack
+    file's `kiam:existingPermitted`, the values the stack found and holds the annotations with:
+    the live annotation is then the stack's own union of that value and its roles, so the draft
+    gives the found value back instead (what the namespace admits is still judged live)."""
     permitted = {
         n["metadata"]["name"]: (n["metadata"].get("annotations") or {}).get(PERMITTED_ANNOTATION)
         for n in namespaces
@@ -146,11 +156,11 @@ def draft(
             roles_by_account[(namespace, _service_account(pod))].add(arn)
 
     applications = []
-    keys: set[str] = set()
+    keys: set[str] = set(taken_keys)
     for (arn, namespace), members in sorted(groups.items(), key=lambda g: (g[0][1], g[0][0])):
         accounts = sorted({_service_account(p) for p in members})
         workloads = sorted({_workload(p, owners) for p in members}, key=str)
-        key = _key(namespace, role_arn_parts(arn).name, keys)
+        key = (known or {}).get((namespace, arn)) or _key(namespace, role_arn_parts(arn).name, keys)
         app = DraftApplication(
             key=key,
             namespace=namespace,
@@ -206,7 +216,7 @@ def draft(
                 "applications.<app>.trust.next says"
             )
         applications.append(app)
-    found = {k: v for k, v in permitted.items() if v is not None}
+    found = {k: (held_permitted or {}).get(k, v) for k, v in permitted.items() if v is not None}
     return Draft(applications, found, not_admitted, unresolved)
 
 

@@ -3,13 +3,23 @@ as the stack-file section that serves exactly that, and per application what blo
 state (tools/application_draft.py says how it is read).
 
     python -m tools.kiam_draft --stack prod-eu-1 [--kubeconfig FILE] [--role-base-arn ARN] [--json]
+        [--namespace NAME ...]
     python -m tools.kiam_draft --config-file path/to/Pulumi.x.yaml [...]
 
 The cluster is read as `tools.kiam_usage` reads it (the same kubeconfig rules), listing pods,
 namespaces, nodes, ReplicaSets and Jobs. A bare annotation is resolved against `--role-base-arn`
 (default: the stack's, `arn:<partition>:iam::<kiam:cluster.accountId>:role<kiam:iam.
-applicationRolePath>`): give the running servers' flag where it differs. The draft is checked
+applicationRolePath>`): give the running servers' flag where it differs. Drawn again once the stack serves some of it, the
+draft keeps the stack file's name of each application it finds and the namespace annotations'
+values the stack found (`kiam:existingPermitted`), not the union the stack now writes there.
+The draft is checked
 against the stack file as if pasted into it; what the stack would refuse is printed with it.
+
+With `--namespace` (repeatable) only those namespaces are drafted, for a cluster moved team by
+team: their pods and annotations are read, and the draft is checked in place of the stack
+file's applications and `kiam:existingPermitted` entries of those namespaces, beside the ones of
+every other namespace (which keep their names: a drafted application never takes one). A name
+the cluster has no namespace of is bad input: nothing is drafted.
 
 Prints YAML to paste under the stack file's `config:` (with each application's workloads and
 blockers as comments), or with `--json` one object: {"config": {...}, "applications": {app:
@@ -62,12 +72,18 @@ def main(argv: list[str] | None = None) -> int:
         "--role-base-arn", help="the running kiam servers' --role-base-arn (default: the stack's)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON (schema: module doc)")
+    parser.add_argument(
+        "--namespace",
+        action="append",
+        metavar="NAME",
+        help="draft only this namespace (repeatable); the stack file keeps the others",
+    )
     args = parser.parse_args(argv)
 
     path = stack_file_of(args, PROJECT_DIR)
     try:
         stack, settings, kubeconfig = open_stack(args, path)
-        objects = read_objects(kubeconfig)
+        objects = only_namespaces(read_objects(kubeconfig), args.namespace)
     except SettingsError as error:
         print(error, file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -75,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     cluster = settings.cluster
+    kept = kept_config(path, args.namespace)
     found = draft(
         objects["pods"],
         objects["namespaces"],
@@ -83,8 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         role_base_arn=args.role_base_arn
         or role_base_arn(cluster.partition, cluster.account_id, settings.iam),
         cluster_account_id=cluster.account_id,
+        taken_keys=settings.applications,
+        known={
+            (a.namespace, a.arn(cluster.partition, cluster.account_id, settings.iam)): app
+            for app, a in settings.applications.items()
+        },
+        held_permitted=settings.existing_permitted,
     )
-    problems = validate(path, found)
+    problems = validate(path, found, kept)
     if args.json:
         print(json.dumps({**found.as_json(), "problems": problems}, indent=2))
     else:
@@ -100,6 +123,51 @@ def read_objects(kubeconfig: Path) -> dict[str, list[dict[str, Any]]]:
         raise BadInputError(f"the cluster at {api.server} refused a list: {error}") from None
     except (OSError, urllib.error.URLError) as error:
         raise BadInputError(f"cannot reach the cluster at {api.server}: {error}") from None
+
+
+def only_namespaces(
+    objects: dict[str, list[dict[str, Any]]], wanted: list[str] | None
+) -> dict[str, list[dict[str, Any]]]:
+    """The objects of the `--namespace` namespaces (every node); all of them without it.
+    Raises `BadInputError` for a namespace the cluster does not have."""
+    if not wanted:
+        return objects
+    present = {n["metadata"]["name"] for n in objects["namespaces"]}
+    missing = [name for name in wanted if name not in present]
+    if missing:
+        raise BadInputError(
+            f"--namespace {', '.join(missing)}: the cluster has no such namespace (it has "
+            f"{', '.join(sorted(present))})"
+        )
+    return {
+        kind: items
+        if kind == "nodes"
+        else [
+            item
+            for item in items
+            if (item["metadata"]["name"] if kind == "namespaces" else item["metadata"]["namespace"])
+            in wanted
+        ]
+        for kind, items in objects.items()
+    }
+
+
+def kept_config(stack_file: Path, drafted: list[str] | None) -> dict[str, Any]:
+    """What the draft is checked beside: with `--namespace`, the stack file's applications and
+    `kiam:existingPermitted` entries of every other namespace; nothing without it."""
+    if not drafted:
+        return {}
+    config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
+    apps = config.get("kiam:applications") or {}
+    permitted = config.get("kiam:existingPermitted") or {}
+    return {
+        "kiam:applications": {
+            app: entry for app, entry in apps.items() if entry.get("namespace") not in drafted
+        },
+        "kiam:existingPermitted": {
+            ns: value for ns, value in permitted.items() if ns not in drafted
+        },
+    }
 
 
 def owners_of(
@@ -121,11 +189,20 @@ def owners_of(
     return owners
 
 
-def validate(stack_file: Path, found: Draft) -> list[str]:
+def validate(stack_file: Path, found: Draft, kept: dict[str, Any] | None = None) -> list[str]:
     """What the stack would refuse of the draft, pasted into `stack_file` in place of its own
-    `kiam:applications` and `kiam:existingPermitted`."""
+    `kiam:applications` and `kiam:existingPermitted` (beside what `kept` keeps of them)."""
     config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
-    merged = {**config, **found.stack_config()}
+    drafted = found.stack_config()
+    kept = kept or {}
+    merged = {
+        **config,
+        **{
+            key: {**kept.get(key, {}), **drafted.get(key, {})}
+            for key in ("kiam:applications", "kiam:existingPermitted")
+            if kept.get(key) or drafted.get(key)
+        },
+    }
     values = {k.removeprefix("kiam:"): v for k, v in merged.items() if k.startswith("kiam:")}
     try:
         settings_from_values(values, str(stack_file))

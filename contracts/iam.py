@@ -61,6 +61,17 @@ def delegates_across(principal_partition: str, role_partition: str) -> bool:
     return principal_partition == role_partition
 
 
+def oidc_provider_arn(partition: str, role_account_id: str, issuer: str) -> str:
+    """The IAM OIDC provider a role trusts for IRSA: the cluster's issuer (without `https://`),
+    registered in the **role's** account. IAM names it `arn:<partition>:iam::<account>:oidc-
+    provider/<issuer host and path>` (IAM User Guide, "Create an OpenID Connect (OIDC) identity
+    provider in IAM"); for a role of another account, the EKS User Guide ("Authenticate to
+    another account with IRSA", cross-account-access) has that account create it: "Account B
+    follows the instructions in Create an IAM OIDC provider for your cluster ... using the OIDC
+    issuer URL from Account A's cluster"."""
+    return f"arn:{partition}:iam::{role_account_id}:oidc-provider/{issuer.removeprefix('https://')}"
+
+
 def role_arn(partition: str, account_id: str, path: str, name: str) -> str:
     """The ARN IAM gives a role: its path (`/` or `/a/b/`) and name are both part of it."""
     return f"arn:{partition}:iam::{account_id}:role{path}{name}"

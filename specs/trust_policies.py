@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiam_eks.contracts import pod_identity
-from kiam_eks.contracts.iam import role_arn_parts
+from kiam_eks.contracts.iam import oidc_provider_arn, role_arn_parts
 from kiam_eks.settings.applications import ApplicationSettings, ServedBy
 from kiam_eks.specs.iam_policies import PolicyDocument
 
@@ -29,7 +29,7 @@ def application_trust_policy(
     kiam, Pod Identity, IRSA. Nothing else is ever trusted.
 
     For a role in another account (`ExistingApplicationRole`): IRSA's OIDC provider is the one
-    in the role's account (`oidc_provider_account_id`; EKS User Guide, cross-account IRSA), and
+    in the role's account (`oidc_provider_account_id`; `contracts.iam.oidc_provider_arn`), and
     Pod Identity reaches it through `chain_role_arn`, the role EKS assumes first."""
     statements: list[dict[str, Any]] = []
     if served_by.kiam:
@@ -73,13 +73,11 @@ def application_trust_policy(
                 "account: both"
             )
         provider = oidc_issuer.removeprefix("https://")
+        federated = oidc_provider_arn(partition, oidc_provider_account_id or account_id, provider)
         statements.append(
             {
                 "Effect": "Allow",
-                "Principal": {
-                    "Federated": f"arn:{partition}:iam::"
-                    f"{oidc_provider_account_id or account_id}:oidc-provider/{provider}"
-                },
+                "Principal": {"Federated": federated},
                 "Action": "sts:AssumeRoleWithWebIdentity",
                 "Condition": {
                     "StringEquals": {

@@ -11,6 +11,7 @@ from kiam_eks.contracts.iam import (
     RoleArnParts,
     delegates_across,
     managed_policy_arn,
+    oidc_provider_arn,
     pod_role_annotation,
     role_arn,
     role_arn_parts,
@@ -81,3 +82,20 @@ def test_no_role_is_delegated_across_partitions() -> None:
     assert delegates_across("aws", "aws")
     assert not delegates_across("aws", "aws-cn")
     assert not delegates_across("aws-us-gov", "aws")
+
+
+def test_irsa_trusts_the_oidc_provider_of_the_roles_own_account() -> None:
+    # IAM User Guide, "Create an OpenID Connect (OIDC) identity provider in IAM": the provider's
+    # ARN is arn:aws:iam::<account>:oidc-provider/<issuer without https://>. EKS User Guide,
+    # "Authenticate to another account with IRSA": "Account B follows the instructions in Create
+    # an IAM OIDC provider for your cluster ... using the OIDC issuer URL from Account A's
+    # cluster": the provider lives in the role's account, not the cluster's.
+    issuer = "https://oidc.eks.eu-west-1.amazonaws.com/id/4D967A30111BF29F0EBA01C448B375C1"
+    assert oidc_provider_arn("aws", "444455556666", issuer) == (
+        "arn:aws:iam::444455556666:oidc-provider/"
+        "oidc.eks.eu-west-1.amazonaws.com/id/4D967A30111BF29F0EBA01C448B375C1"
+    )
+    assert oidc_provider_arn("aws-cn", "111122223333", issuer.removeprefix("https://")) == (
+        "arn:aws-cn:iam::111122223333:oidc-provider/"
+        "oidc.eks.eu-west-1.amazonaws.com/id/4D967A30111BF29F0EBA01C448B375C1"
+    )

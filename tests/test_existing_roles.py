@@ -684,3 +684,23 @@ def test_the_installed_facts_record_an_existing_role_and_no_other_applications_f
     # Read back as the next update reads it.
     read = read_installed(runs["kiam"].stack_outputs)
     assert read is not None and read.applications["ledger"].existing
+
+
+MOVES = [
+    ("kiam", "kiam+podIdentity"),
+    ("kiam+podIdentity", "podIdentity"),
+    ("podIdentity", "kiam+podIdentity"),
+    ("kiam+podIdentity", "kiam"),
+    ("kiam", "kiam+irsa"),
+    ("kiam+irsa", "irsa"),
+    ("irsa", "kiam+irsa"),
+    ("kiam+irsa", "kiam"),
+]
+
+
+@pytest.mark.parametrize("arn", [g.LEDGER_ARN, g.REPORTS_ARN])
+@pytest.mark.parametrize(("old", "new"), MOVES)
+def test_every_step_of_the_way_out_and_back_is_one_update(arn: str, old: str, new: str) -> None:
+    # A role of this account and one of another: forward and rollback, each one `pulumi up`.
+    app = {"roleArn": arn, "serviceAccount": "reporter"}
+    assert judged(with_app(**app, servedBy=old), with_app(**app, servedBy=new)) == []

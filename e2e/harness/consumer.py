@@ -4,6 +4,7 @@ finds in a cluster whose IAM roles, dedicated nodes and certificates were made e
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,27 @@ def plugin_in_this_environment(checkout: Path) -> Path:
     (plugin / "requirements.txt").unlink()
     (plugin / "venv").symlink_to(Path(sys.executable).parent.parent)
     return plugin
+
+
+def served_checkout(destination: Path) -> Path:
+    """A clean checkout for the git server to serve to `pulumi package add <git URL>`
+    (e2e/harness/git_server.py), its provider folder set to run in the suite's own environment as
+    `plugin_in_this_environment` does, with one difference. The CLI unpacks the clone into its
+    plugin cache refusing any symlink that points out of it (sdk/go/common/util/archive/archive.go
+    `extractFile`: "symlink provider/venv points outside the extraction directory"), so the
+    virtualenv is not a link to the suite's environment but a `venv/bin/python` that runs the
+    suite's interpreter. That file is all an existing virtualenv must have (sdk
+    python/toolchain/pip.go `IsVirtualEnv`) for the language adapter's `InstallDependencies`
+    (e2e/toolchain/language-adapter/main.go) to create nothing, and with no requirements.txt it
+    installs nothing: no PyPI. The plugin runs with the first `python3` on PATH, as before."""
+    checkout = clean_checkout(destination)
+    plugin = checkout / "provider"
+    (plugin / "requirements.txt").unlink()
+    python = plugin / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python.chmod(0o755)
+    return checkout
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,14 @@
 """Scenario: the package used from other people's programs, as the README's "Use it from your own
 program" shows: the examples in examples/ (YAML and TypeScript through `pulumi package add` of the
-component provider, Python with the package installed by pip into a fresh virtualenv), each run by
-the real CLI and language host on a control plane whose dedicated nodes, roles and certificates were
-made elsewhere. Each installs kiam's Kubernetes side (`KiamKubernetes`: no AWS or TLS resource,
-which this machine cannot run) to Ready servers on the dedicated nodes and Ready agents everywhere
-else, agents only after the servers; a second `up` changes nothing; a destroy removes it before
-the next language installs."""
+component provider, YAML's from a git URL, TypeScript's from the provider folder, Python with the
+package installed by pip into a fresh virtualenv), each run by the real CLI and language host on a
+control plane whose dedicated nodes, roles and certificates were made elsewhere. The git URL is a
+clean checkout committed and tagged here, served over HTTPS by a git server on 127.0.0.1 (reached
+as `git.kiam-eks.test` through `HTTPS_PROXY`: e2e/harness/git_server.py says why) that lives only
+as long as that `pulumi package add`. Each installs kiam's Kubernetes side (`KiamKubernetes`: no
+AWS or TLS resource, which this machine cannot run) to Ready servers on the dedicated nodes and
+Ready agents everywhere else, agents only after the servers; a second `up` changes nothing; a
+destroy removes it before the next language installs."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +31,10 @@ from e2e.harness.consumer import (
     dedicated_nodes,
     made_elsewhere,
     plugin_in_this_environment,
+    served_checkout,
 )
 from e2e.harness.environment import Environment
+from e2e.harness.git_server import GitSource, serve_git
 from e2e.harness.kube import is_ready
 from e2e.harness.pulumi import PulumiStack, Result, read_event_log
 from e2e.harness.shape import shape_of
@@ -46,6 +51,9 @@ NAMESPACE = "kiam"
 # expects (e2e/requirements.txt): the package is installed without its dependencies, whose
 # pulumi-kubernetes bound asks for a newer provider than this machine has.
 PYTHON_DEPENDENCIES = ("pulumi", "pulumi-kubernetes", "pydantic", "PyYAML", "protobuf")
+# Where the YAML example's package comes from: OWNER/NAME.git on the test's git server, the
+# provider folder in it, the tag.
+GIT_OWNER, GIT_NAME, GIT_SUBDIR = "kiam-eks", "kiam-eks", "provider"
 
 
 @dataclass
@@ -80,6 +88,8 @@ class Consumer:
     stack: PulumiStack
     up: Result
     events: list[dict[str, Any]]
+    served: GitSource | None = None
+    """The git server's record, for the consumer whose package was added from it."""
 
 
 def _timed(what: str, command: list[str], cwd: Path) -> None:
@@ -101,6 +111,20 @@ def _python_environment(project: Path, checkout: Path) -> Path:
     _timed("the Python example's dependencies installed", [*pip, *pins], project)
     _timed("kiam-eks installed by pip", [*pip, "--no-deps", str(checkout)], project)
     return venv
+
+
+def _add_from_git(stack: PulumiStack, root: Path) -> GitSource:
+    """`pulumi package add <git URL>` of a clean checkout's provider, served by a git server for
+    the length of that command; only that command's environment trusts and reaches it."""
+    checkout = served_checkout(root / "served")
+    with serve_git(
+        checkout, root / "git-server", owner=GIT_OWNER, name=GIT_NAME, subdir=GIT_SUBDIR
+    ) as source:
+        added = replace(stack, extra_env={**stack.extra_env, **source.env}).run(
+            "package", "add", source.url
+        )
+    REPORT.append(f"consumers: yaml package added from {source.url} in {added.seconds:.1f} s")
+    return source
 
 
 @pytest.fixture(scope="module", params=LANGUAGES)
@@ -130,7 +154,10 @@ def consumer(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Consu
     if language == "typescript":
         _timed("npm install of the TypeScript example", ["npm", "install", "--no-audit"], project)
     stack.run("stack", "init", "consumer", "--secrets-provider", "passphrase")
-    if language != "python":
+    served = None
+    if language == "yaml":
+        served = _add_from_git(stack, env.root)
+    elif language == "typescript":
         stack.run("package", "add", str(cluster.plugin))
     # The component's Kubernetes objects go through the program's default Kubernetes provider.
     stack.set_config("kubernetes:kubeconfig", env.plane.kubeconfig.read_text(), secret=True)
@@ -141,7 +168,7 @@ def consumer(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Consu
     log = env.root / f"{language}-up.events.jsonl"
     up = stack.up(event_log=log)
     REPORT.append(f"consumers: {language} example installed in {up.seconds:.1f} s")
-    yield Consumer(language, cluster.checkout, stack, up, read_event_log(log))
+    yield Consumer(language, cluster.checkout, stack, up, read_event_log(log), served)
     stack.destroy()
     left = env.kube.items(f"/api/v1/namespaces/{NAMESPACE}/pods")
     assert left == [], f"{language}: pods left after destroy"
@@ -241,11 +268,27 @@ def test_a_second_up_changes_nothing(consumer: Consumer) -> None:
 def test_the_package_reaches_the_program_as_the_readme_says(consumer: Consumer) -> None:
     project = consumer.stack.project_dir
     if consumer.language == "yaml":
-        # `pulumi package add` names the provider folder under `packages:`.
+        # `pulumi package add <git URL>` records the clone URL without its scheme, the provider
+        # folder in it and the tag under `packages:`; `up` ran it from the plugin cache.
         program = yaml.safe_load((project / "Pulumi.yaml").read_text())
-        assert set(program["packages"]) == {"kiam"}
+        assert program["packages"] == {
+            "kiam": "git.kiam-eks.test/kiam-eks/kiam-eks.git/provider@v1.0.0"
+        }
+        # ... cloned from the test's server (smart HTTP, through its tunnel), nothing else asked.
+        assert consumer.served is not None
+        requests = consumer.served.requests
+        assert {r for r in requests if r[0] == "CONNECT"} == {("CONNECT", "git.kiam-eks.test:443")}
+        assert ("POST", f"/{GIT_OWNER}/{GIT_NAME}.git/git-upload-pack") in requests
+        # The plugin cache holds the tagged commit, checked out.
+        plugin = f"resource-git.kiam-eks.test_{GIT_OWNER}_{GIT_NAME}.git_{GIT_SUBDIR}-v1.0.0"
+        cached = consumer.stack.home / "plugins" / plugin
+        head = subprocess.run(
+            ["git", "-C", str(cached), "rev-parse", "HEAD"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        assert head == consumer.served.commit
     elif consumer.language == "typescript":
-        # ... and links the SDK it generated from the provider's schema.
+        # `pulumi package add <folder>` links the SDK it generated from the provider's schema.
         package = json.loads((project / "package.json").read_text())
         assert package["dependencies"]["@pulumi/kiam"] == "file:sdks/kiam"
         sdk = json.loads((project / "sdks" / "kiam" / "package.json").read_text())

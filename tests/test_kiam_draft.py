@@ -224,22 +224,31 @@ def test_pasted_into_a_stack_file_the_draft_plans_and_keeps_every_guarantee(draf
     )
 
 
-def test_the_command_prints_the_section_to_paste_and_exits_0(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def _cluster(
+    monkeypatch: pytest.MonkeyPatch,
+    pods: list[dict[str, Any]] = PODS,
+    namespaces: list[dict[str, Any]] = NAMESPACES,
 ) -> None:
-    stack = tmp_path / "Pulumi.draft.yaml"
-    stack.write_text(yaml.safe_dump({"config": base_config()}))
+    """The command reads these objects instead of a cluster's."""
     monkeypatch.setattr(
         kiam_draft,
         "read_objects",
         lambda kubeconfig: {
-            "pods": PODS,
-            "namespaces": NAMESPACES,
+            "pods": pods,
+            "namespaces": namespaces,
             "nodes": NODES,
             "replicasets": [],
             "jobs": [],
         },
     )
+
+
+def test_the_command_prints_the_section_to_paste_and_exits_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = tmp_path / "Pulumi.draft.yaml"
+    stack.write_text(yaml.safe_dump({"config": base_config()}))
+    _cluster(monkeypatch)
     args = ["--config-file", str(stack), "--kubeconfig", str(tmp_path / "k")]
     assert kiam_draft.main(args) == 0
     printed = capsys.readouterr().out
@@ -266,17 +275,7 @@ def test_a_draft_the_stack_would_refuse_exits_1_naming_why(
         pod("billing", "api", "billing-api", account="api"),
         pod("shop", "web", "shop-web", account="web"),
     ]
-    monkeypatch.setattr(
-        kiam_draft,
-        "read_objects",
-        lambda kubeconfig: {
-            "pods": pods,
-            "namespaces": broad,
-            "nodes": NODES,
-            "replicasets": [],
-            "jobs": [],
-        },
-    )
+    _cluster(monkeypatch, pods, broad)
     args = ["--config-file", str(stack), "--kubeconfig", str(tmp_path / "k"), "--json"]
     assert kiam_draft.main(args) == 1
     assert json.loads(capsys.readouterr().out)["problems"] == [
@@ -285,20 +284,6 @@ def test_a_draft_the_stack_would_refuse_exits_1_naming_why(
         "the annotation first (kubectl annotate --overwrite namespace billing "
         "iam.amazonaws.com/permitted=...) and give the narrowed value"
     ]
-
-
-def _cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        kiam_draft,
-        "read_objects",
-        lambda kubeconfig: {
-            "pods": PODS,
-            "namespaces": NAMESPACES,
-            "nodes": NODES,
-            "replicasets": [],
-            "jobs": [],
-        },
-    )
 
 
 def test_a_namespace_the_cluster_lacks_is_bad_input_and_nothing_is_drafted(

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from e2e.harness.kiam_chain import ChainState, KiamChain
 from e2e.harness.kube import Kube, is_ready, selector
@@ -337,6 +337,22 @@ def credentials(
 
 
 @dataclass
+class WatchedChange:
+    """What a `CredentialWatcher` saw of every application pod while one change applied."""
+
+    label: str
+    without_source: dict[str, list[tuple[float, str, str]]] = field(default_factory=dict)
+    """Pod -> every (time, source, why) it had no working credential source."""
+    sources: dict[str, set[str]] = field(default_factory=dict)
+    """Pod -> every working source it was seen with."""
+    samples: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+Change = TypeVar("Change", bound=WatchedChange)
+
+
+@dataclass
 class CredentialWatcher:
     """Samples every application pod's credentials in a background thread, and after every change
     the API server reports for the application namespaces' pods and for the association
@@ -434,6 +450,16 @@ class CredentialWatcher:
             for thread in self._threads:
                 thread.join(timeout=15)
             self._record()
+
+    @contextmanager
+    def watching(self, change: Change) -> Iterator[Change]:
+        """Watch while the block applies a change; `change` holds what was seen once it ends."""
+        with self.running():
+            yield change
+        change.without_source = self.without_source()
+        change.sources = self.sources()
+        change.samples = len(self.samples)
+        change.errors = self.errors
 
     def without_source(self) -> dict[str, list[tuple[float, str, str]]]:
         """Pod -> every (time, source, why) it had no working credential source."""

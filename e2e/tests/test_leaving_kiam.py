@@ -41,7 +41,7 @@ from e2e.harness.app_pods import Workload
 from e2e.harness.environment import Environment
 from e2e.harness.golden import check_golden, normalise
 from e2e.harness.pulumi import PulumiStack, Result
-from e2e.harness.watcher import Application, CredentialWatcher
+from e2e.harness.watcher import Application, CredentialWatcher, WatchedChange
 from e2e.standins import pod_identity
 from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
 from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_settings
@@ -78,15 +78,10 @@ def config(states: dict[str, ServedBy], *, retire: bool = False) -> dict[str, An
 
 
 @dataclass
-class Step:
+class Step(WatchedChange):
     """One watched change: a `pulumi up` or a roll of pods."""
 
-    label: str
-    states: dict[str, frozenset[ServedBy]]
-    without_source: dict[str, list[tuple[float, str, str]]]
-    sources: dict[str, set[str]]
-    samples: int
-    errors: list[str]
+    states: dict[str, frozenset[ServedBy]] = field(default_factory=dict)
     steps: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
@@ -134,13 +129,8 @@ class Scenario:
         watcher = CredentialWatcher(
             self.env.kube, self.applications, states, self.env.kiam_chain("kiam")
         )
-        step = Step(label, states, {}, {}, 0, [])
-        with watcher.running():
+        with watcher.watching(Step(label, states=states)) as step:
             yield step
-        step.without_source = watcher.without_source()
-        step.sources = watcher.sources()
-        step.samples = len(watcher.samples)
-        step.errors = watcher.errors
         self.story.steps.append(step)
 
     def move(self, app: str, to: ServedBy, golden: str | None) -> None:

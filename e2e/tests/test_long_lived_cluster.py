@@ -37,7 +37,7 @@ from e2e.harness.app_pods import Workload
 from e2e.harness.environment import Environment
 from e2e.harness.pulumi import PulumiStack
 from e2e.harness.tool_process import run_tool
-from e2e.harness.watcher import Application, CredentialWatcher
+from e2e.harness.watcher import Application, CredentialWatcher, WatchedChange
 from e2e.standins import pod_identity
 from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_settings
 from kiam_eks.contracts.labels import IRSA_ANNOTATION, PERMITTED_ANNOTATION
@@ -118,12 +118,9 @@ def with_states(draft: dict[str, Any], states: dict[str, ServedBy]) -> dict[str,
 
 
 @dataclass
-class Step:
-    label: str
-    without_source: dict[str, list[tuple[float, str, str]]]
-    sources: dict[str, set[str]]
-    samples: int
-    errors: list[str]
+class Step(WatchedChange):
+    """One watched change: a `pulumi up` (with what its preview planned) or a roll of pods."""
+
     changes: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
@@ -167,13 +164,8 @@ class Cluster:
         watcher = CredentialWatcher(
             self.env.kube, self.applications, in_force, self.env.kiam_chain("kiam")
         )
-        step = Step(label, {}, {}, 0, [])
-        with watcher.running():
+        with watcher.watching(Step(label)) as step:
             yield step
-        step.without_source = watcher.without_source()
-        step.sources = watcher.sources()
-        step.samples = len(watcher.samples)
-        step.errors = watcher.errors
         self.story.steps.append(step)
         REPORT.append(
             f"long-lived cluster, {label}: {step.samples} samples, "

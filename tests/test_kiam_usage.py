@@ -655,3 +655,25 @@ def test_an_exec_plugin_is_run_once_for_a_token(tmp_path: Path) -> None:
     assert str(error.value) == (
         f"kubeconfig {kubeconfig}: its exec plugin {plugin} gave no token: no credentials"
     )
+
+
+def test_an_application_in_a_namespace_the_cluster_lacks_is_not_ready_naming_the_key() -> None:
+    # A typo: `pulumi up` would create "serach" bare, writing its permitted annotation.
+    apps = {**APPLICATIONS, "search": {**APPLICATIONS["search"], "namespace": "serach"}}
+    found = usage(settings_with(apps), PODS, NAMESPACES)
+    before = usage(settings_with(APPLICATIONS), PODS, NAMESPACES)
+    search, was = (next(a for a in u.applications if a.name == "search") for u in (found, before))
+    assert (search.ready, search.notes) == (
+        False,
+        [
+            "kiam:applications.search.namespace: the cluster has no namespace serach (a typo?): "
+            "while kiam serves the application, `pulumi up` would create that namespace bare, "
+            "writing its iam.amazonaws.com/permitted annotation"
+        ],
+    )
+    # Its pods (in search, found by their role) and every other application judged as before.
+    assert (was.ready, search.pods) == (True, was.pods)
+    assert not found.ready
+    assert [a for a in found.applications if a.name != "search"] == [
+        a for a in before.applications if a.name != "search"
+    ]

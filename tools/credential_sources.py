@@ -240,7 +240,14 @@ def usage(
         claimed[app].append(_with_needs(found, settings.applications[app]))
 
     applications = [
-        _application(name, app, arns[name], pod_role_annotation(arns[name], base), claimed[name])
+        _application(
+            name,
+            app,
+            arns[name],
+            pod_role_annotation(arns[name], base),
+            claimed[name],
+            namespace_exists=app.namespace in permitted,
+        )
         for name, app in sorted(settings.applications.items())
     ]
     return Usage(applications, others, _refusals(applications, others))
@@ -270,9 +277,39 @@ def _with_needs(pod: PodUsage, app: ApplicationSettings) -> PodUsage:
     return PodUsage(**{**pod.__dict__, "needs": needs})
 
 
+def missing_namespace_note(name: str, app: ApplicationSettings) -> str:
+    """Why an application whose namespace the cluster lacks is not ready: a typo, most likely,
+    which `pulumi up` would not refuse. While kiam serves it the stack writes the namespace's
+    `iam.amazonaws.com/permitted` by server-side apply, which creates a namespace that is missing
+    (seen on the real engine with pulumi-kubernetes 4.25: a bare namespace holding only that
+    annotation); an EKS Pod Identity association names any namespace."""
+    return (
+        f"kiam:applications.{name}.namespace: the cluster has no namespace {app.namespace} (a "
+        "typo?): while kiam serves the application, `pulumi up` would create that namespace "
+        "bare, writing its iam.amazonaws.com/permitted annotation"
+    )
+
+
 def _application(
-    name: str, app: ApplicationSettings, arn: str, annotation: str, pods: list[PodUsage]
+    name: str,
+    app: ApplicationSettings,
+    arn: str,
+    annotation: str,
+    pods: list[PodUsage],
+    *,
+    namespace_exists: bool = True,
 ) -> ApplicationUsage:
+    if not namespace_exists:
+        return ApplicationUsage(
+            name,
+            app,
+            arn,
+            annotation,
+            pods,
+            next=list(app.served_by.forward),
+            ready=False,
+            notes=[missing_namespace_note(name, app)],
+        )
     served = app.served_by
     if served is ServedBy.KIAM:
         # Moving on only adds a credential source: kiam keeps serving every pod meanwhile.

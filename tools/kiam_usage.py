@@ -23,7 +23,9 @@ after the association) or the application's `serviceAccount`.
 
 Ready, per application: `kiam` always (moving to `kiam+podIdentity` or `kiam+irsa` only adds a
 source; check the SDK minimums first, the notes say which); any other state once none of its
-pods needs anything. Retirement is refused while kiam serves an application, while any live pod
+pods needs anything. Never while the cluster has no namespace of its `namespace` (a typo, most
+likely: while kiam serves it, `pulumi up` would create the namespace bare by writing its
+annotation; the note names the key). Retirement is refused while kiam serves an application, while any live pod
 in the cluster carries a kiam annotation, or while a pod of an application lacks its wiring (it
 would reach the node's own role once kiam is gone).
 

@@ -9,11 +9,13 @@ state (tools/application_draft.py says how it is read).
 The cluster is read as `tools.kiam_usage` reads it (the same kubeconfig rules), listing pods,
 namespaces, nodes, ReplicaSets and Jobs. A bare annotation is resolved against `--role-base-arn`
 (default: the stack's, `arn:<partition>:iam::<kiam:cluster.accountId>:role<kiam:iam.
-applicationRolePath>`): give the running servers' flag where it differs. Drawn again once the stack serves some of it, the
-draft keeps the stack file's name of each application it finds and the namespace annotations'
-values the stack found (`kiam:existingPermitted`), not the union the stack now writes there.
-The draft is checked
+applicationRolePath>`): give the running servers' flag where it differs. The draft is checked
 against the stack file as if pasted into it; what the stack would refuse is printed with it.
+
+Drawn again once the stack serves some of it, the draft keeps the stack file's name of each
+application it finds, never gives another role a name the stack file uses (the stack would take
+that for the application changing roles, which it refuses), and gives each namespace the
+annotation value the stack found (`kiam:existingPermitted`), not the union the stack now writes.
 
 With `--namespace` (repeatable) only those namespaces are drafted, for a cluster moved team by
 team: their pods and annotations are read, and the draft is checked in place of the stack
@@ -49,6 +51,8 @@ from tools.kube_api import ApiError
 from tools.stack_source import add_stack_source, stack_file_of
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+# The stack file's sections a draft gives.
+DRAFTED_KEYS = ("kiam:applications", "kiam:existingPermitted")
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 LISTS = {
     "pods": "/api/v1/pods",
@@ -152,11 +156,12 @@ def only_namespaces(
     }
 
 
-def kept_config(stack_file: Path, drafted: list[str] | None) -> dict[str, Any]:
+def kept_config(stack_file: Path, drafted: list[str] | None) -> dict[str, Any] | None:
     """What the draft is checked beside: with `--namespace`, the stack file's applications and
-    `kiam:existingPermitted` entries of every other namespace; nothing without it."""
+    `kiam:existingPermitted` entries of every other namespace; None without it (the draft
+    replaces both sections)."""
     if not drafted:
-        return {}
+        return None
     config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
     apps = config.get("kiam:applications") or {}
     permitted = config.get("kiam:existingPermitted") or {}
@@ -194,15 +199,14 @@ def validate(stack_file: Path, found: Draft, kept: dict[str, Any] | None = None)
     `kiam:applications` and `kiam:existingPermitted` (beside what `kept` keeps of them)."""
     config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
     drafted = found.stack_config()
-    kept = kept or {}
-    merged = {
-        **config,
-        **{
-            key: {**kept.get(key, {}), **drafted.get(key, {})}
-            for key in ("kiam:applications", "kiam:existingPermitted")
-            if kept.get(key) or drafted.get(key)
-        },
-    }
+    if kept is None:
+        merged = {**config, **drafted}
+    else:
+        # Both sections become what is kept of them and the draft, whatever the file held.
+        merged = {k: v for k, v in config.items() if k not in DRAFTED_KEYS}
+        for key in DRAFTED_KEYS:
+            if section := {**kept.get(key, {}), **drafted.get(key, {})}:
+                merged[key] = section
     values = {k.removeprefix("kiam:"): v for k, v in merged.items() if k.startswith("kiam:")}
     try:
         settings_from_values(values, str(stack_file))

@@ -14,6 +14,8 @@ installed kiam long ago and serves no application yet.
    `targetRoleArn` and a chain role for the role of another account; IRSA for one), the pods
    recreated as EKS admits them, one `pulumi up` to the successor, the pods recreated without
    the kiam annotation: watched throughout, no pod is ever without a working source.
+   Meanwhile the role of another account is rolled back to kiam and moved again, one
+   `pulumi up` each: its association and chain go and come back.
 5. `tools.kiam_usage` refuses retirement while the pod its namespace never admitted still carries
    the annotation, blesses it once it is gone; `kiam:retire`, watched: every application keeps
    its source.
@@ -133,6 +135,8 @@ class Story:
     pod_uids_after: dict[str, str] = field(default_factory=dict)
     outputs_moving: dict[str, Any] = field(default_factory=dict)
     associations_moving: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    associations_rolled_back: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    associations_moving_again: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     retirement_refused: tuple[int, dict[str, Any]] = (0, {})
     retirement_blessed: tuple[int, dict[str, Any]] = (0, {})
     associations_retired: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -260,6 +264,14 @@ def story(env: Environment) -> Iterator[Story]:
     cluster.up("every application moving", stack_config(with_states(drafted, cluster.states)))
     story.outputs_moving = stack.outputs()["applications"]
     story.associations_moving = pod_identity.associations(env.kube)
+    # The role of another account rolled back, its pods not yet recreated, then moving again:
+    # the association and the chain go, and come back.
+    cluster.states["batch-exporter"] = ServedBy.KIAM
+    cluster.up("batch-exporter rolled back", stack_config(with_states(drafted, cluster.states)))
+    story.associations_rolled_back = pod_identity.associations(env.kube)
+    cluster.states["batch-exporter"] = ROLES["batch-exporter"].moving
+    cluster.up("batch-exporter moving again", stack_config(with_states(drafted, cluster.states)))
+    story.associations_moving_again = pod_identity.associations(env.kube)
     reader = story.outputs_moving["catalog-reader"]["serviceAccount"]
     app_pods.service_account(env.kube, "catalog", reader["name"], reader["annotations"])
     cluster.roll("the pods recreated, wired", list(ROLES), kiam_annotation=True)
@@ -285,6 +297,8 @@ STEPS = [
     "the draft applied",
     "catalog-writer on its own service account",
     "every application moving",
+    "batch-exporter rolled back",
+    "batch-exporter moving again",
     "the pods recreated, wired",
     "every application moved",
     "the pods recreated without kiam",
@@ -420,6 +434,16 @@ def test_the_role_of_another_account_is_reached_through_the_chain_role(story: St
         ("catalog", WRITER_ACCOUNT),
         ("batch", "exporter"),
     }
+
+
+def test_rolled_back_and_moved_again_the_chain_goes_and_comes_back(story: Story) -> None:
+    exporter = ("batch", "exporter")
+    assert set(story.associations_rolled_back) == set(story.associations_moving) - {exporter}
+    assert story.associations_moving_again == story.associations_moving
+    # The association's stand-in (e2e/standins/pod_identity.py), nothing else.
+    association = ("kubernetes:core/v1:ConfigMap", "kiam-app-batch-exporter-pod-identity")
+    assert story.step("batch-exporter rolled back").changes == {association: "delete"}
+    assert story.step("batch-exporter moving again").changes == {association: "create"}
 
 
 def test_each_moving_role_names_the_trust_its_owner_adds(story: Story) -> None:

@@ -134,7 +134,7 @@ LONGEST_FIRST = (
     "test_consumers",  # 124 s (alone, 2026-12-02)
     "test_namespace_permissions",  # 106 s
     "test_install",  # 98 s
-    "test_long_lived_cluster",  # 84 s (alone, 2026-12-02)
+    "test_long_lived_cluster",  # 98 s (beside a cold CI run at nice 19, 2026-12-02)
     "test_retire_interrupted",  # 72 s
     "test_drift",  # 65 s
     "test_previews",  # 56 s

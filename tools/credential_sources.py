@@ -299,49 +299,26 @@ def _application(
     *,
     namespace_exists: bool = True,
 ) -> ApplicationUsage:
-    if not namespace_exists:
-        return ApplicationUsage(
-            name,
-            app,
-            arn,
-            annotation,
-            pods,
-            next=list(app.served_by.forward),
-            ready=False,
-            notes=[missing_namespace_note(name, app)],
-        )
     served = app.served_by
-    if served is ServedBy.KIAM:
+    if not namespace_exists:
+        ready, notes = False, [missing_namespace_note(name, app)]
+    elif served is ServedBy.KIAM:
         # Moving on only adds a credential source: kiam keeps serving every pod meanwhile.
-        return ApplicationUsage(
-            name,
-            app,
-            arn,
-            annotation,
-            pods,
-            next=list(served.forward),
-            ready=True,
-            notes=[sdk_reminder()],
-        )
-    waiting = [p for p in pods if p.needs is not None]
-    notes = [
-        f"{p.ref}: "
-        + (
-            "restart it: it was created before its wiring"
-            if p.needs is Needs.RESTART
-            else f"runs as service account {p.service_account}: give it {app.service_account}"
-        )
-        for p in waiting
-    ]
+        ready, notes = True, [sdk_reminder()]
+    else:
+        waiting = [p for p in pods if p.needs is not None]
+        ready = not waiting
+        notes = [
+            f"{p.ref}: "
+            + (
+                "restart it: it was created before its wiring"
+                if p.needs is Needs.RESTART
+                else f"runs as service account {p.service_account}: give it {app.service_account}"
+            )
+            for p in waiting
+        ]
     return ApplicationUsage(
-        name,
-        app,
-        arn,
-        annotation,
-        pods,
-        next=list(served.forward),
-        ready=not waiting,
-        notes=notes,
+        name, app, arn, annotation, pods, next=list(served.forward), ready=ready, notes=notes
     )
 
 

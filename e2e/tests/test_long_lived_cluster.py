@@ -101,12 +101,13 @@ UNADMITTED = Workload(app="batch-nightly", namespace="batch", role_annotation="n
 WRITER_ACCOUNT = "writer"
 
 
-def stack_config(applications: dict[str, Any], **extra: Any) -> dict[str, Any]:
+def stack_config(drafted: dict[str, Any]) -> dict[str, Any]:
+    """The dev example's stack file with the Pod Identity add-on managed and the sections a
+    draft gives (`kiam:applications`, `kiam:existingPermitted`)."""
     return {
         **example_config("dev"),
         "kiam:podIdentityAgent": {"manageAddon": True, "addonVersion": "v1.3.4-eksbuild.1"},
-        **applications,
-        **{f"kiam:{key}": value for key, value in extra.items()},
+        **drafted,
     }
 
 

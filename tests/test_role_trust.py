@@ -144,7 +144,12 @@ def test_kiam_usage_check_trust_prints_each_check_and_exits_1_while_a_role_lacks
     stack.write_text(yaml.safe_dump({"config": MOVING}))
     saved = tmp_path / "outputs.json"
     saved.write_text(json.dumps(outputs))
-    monkeypatch.setattr(kiam_usage, "read_cluster", lambda kubeconfig: ([], []))
+    # No pod yet, and the applications' namespaces (a missing one makes its application not
+    # ready, whatever its trust says).
+    namespaces = [
+        {"metadata": {"name": app["namespace"]}} for app in MOVING["kiam:applications"].values()
+    ]
+    monkeypatch.setattr(kiam_usage, "read_cluster", lambda kubeconfig: ([], namespaces))
     args = ["--config-file", str(stack), "--kubeconfig", str(tmp_path / "k"), "--json"]
     required = outputs["applications"]["ledger"]["trust"]["required"]
 

@@ -158,29 +158,27 @@ def roll(kube: Kube, workload: Workload, generation: int, replicas: int) -> list
     (admitted now) Ready first, then every older pod deleted and gone."""
     old = [p["metadata"]["name"] for p in pods_of(kube, workload)]
     names = create(kube, workload, generation, replicas)
-    for name in old:
+    _delete(kube, workload, old)
+    return names
+
+
+def delete(kube: Kube, workload: Workload) -> None:
+    """Every pod of the workload deleted, and gone."""
+    _delete(kube, workload, [p["metadata"]["name"] for p in pods_of(kube, workload)])
+
+
+def _delete(kube: Kube, workload: Workload, names: list[str]) -> None:
+    """These pods of the workload deleted, waited for until none of them is left."""
+    for name in names:
         kube.request(
             "DELETE",
             f"/api/v1/namespaces/{workload.namespace}/pods/{name}",
             {"gracePeriodSeconds": 0},
         )
     _wait(
-        lambda: not {p["metadata"]["name"] for p in pods_of(kube, workload)} & set(old),
-        f"pods {old} gone",
+        lambda: not {p["metadata"]["name"] for p in pods_of(kube, workload)} & set(names),
+        f"pods {names} gone",
     )
-    return names
-
-
-def delete(kube: Kube, workload: Workload) -> None:
-    """Every pod of the workload deleted, and gone."""
-    old = [p["metadata"]["name"] for p in pods_of(kube, workload)]
-    for name in old:
-        kube.request(
-            "DELETE",
-            f"/api/v1/namespaces/{workload.namespace}/pods/{name}",
-            {"gracePeriodSeconds": 0},
-        )
-    _wait(lambda: not pods_of(kube, workload), f"pods {old} gone")
 
 
 def _wait(condition: Any, what: str) -> None:

@@ -884,3 +884,17 @@ def test_a_kiam_pod_the_chain_cannot_serve_is_not_served() -> None:
         False,
         "no kiam rule on worker-0: the node's own metadata service",
     )
+
+
+def test_the_oidc_issuer_is_the_api_servers_own_from_its_discovery_document(
+    tmp_path: Path,
+) -> None:
+    # Kubernetes, "Managing Service Accounts", "Service account issuer discovery": the API
+    # server serves its OpenID Provider Configuration at /.well-known/openid-configuration,
+    # whose `issuer` is the one of its service account tokens, EKS's OIDC issuer.
+    settings = _pod_identity_settings()
+    issuer = "https://oidc.eks.eu-west-1.amazonaws.com/id/4D967A30111BF29F0EBA01C448B375C1"
+    cluster = FakeCluster({"/.well-known/openid-configuration": {"issuer": issuer}})
+    assert KwokCloud(settings, tmp_path, cast(KubeApi, cluster)).oidc_issuer == issuer
+    # Under the mock engine there is no cluster to ask.
+    assert KwokCloud(settings, tmp_path).oidc_issuer is None

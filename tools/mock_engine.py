@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import runpy
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,6 +284,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: KiamMocks) -> None:
         super().__init__(mocks)
         self.kiam_mocks = mocks
+        self.registering = threading.Lock()
         self.registrations: list[Registration] = []
         self.reads: list[Registration] = []
         self.invokes: list[Invoke] = []
@@ -324,9 +326,12 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return response
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
-        # What the registration asks to be replaced on reaches the answer (`new_resource`).
-        self.kiam_mocks.replace_on_changes = tuple(request.replaceOnChanges)
-        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        # What the registration asks to be replaced on reaches the answer (`new_resource`), through
+        # the mocks: one registration at a time, as the SDK may send them from several threads
+        # (an answer computed with another's `replaceOnChanges` named a node group at random).
+        with self.registering:
+            self.kiam_mocks.replace_on_changes = tuple(request.replaceOnChanges)
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type == "pulumi:pulumi:Stack":
             return response
         secret_paths: list[str] = []

@@ -1,11 +1,9 @@
 """Entry point for `pulumi up` / `pulumi preview` (and, through the mock engine, the tests and the
-offline plan): validate the stack's settings, create the providers once, build with the AWS cloud
-side, export."""
+offline plan): validate the stack's settings, create the providers once, build `Kiam` (on AWS)
+from them, export."""
 
 import pulumi
 
-from kiam_eks.components.cloud import CloudSide
-from kiam_eks.program.aws_cloud import AwsCloud
 from kiam_eks.program.providers import create_providers
 from kiam_eks.program.stack import build, export_outputs, judge_change
 from kiam_eks.settings import SettingsError, load_settings
@@ -20,5 +18,7 @@ except SettingsError as error:
     raise pulumi.RunError(str(error)) from None
 
 providers = create_providers(settings)
-cloud: CloudSide = AwsCloud(settings, providers.oidc_issuer)
-export_outputs(build(settings, cloud, providers.as_list(), transition), settings, transition)
+kiam = build(
+    settings, providers.as_list(), transition=transition, oidc_issuer=providers.oidc_issuer
+)
+export_outputs(kiam, settings, transition)

@@ -31,8 +31,9 @@ class ServedRoleArgs:
     """kiam's `--role-base-arn`: the pod annotation is the role's ARN relative to it."""
     oidc_issuer: pulumi.Input[str] | None = None
     """The cluster's OIDC issuer URL, when the application is served through IRSA."""
-    cluster_name: str
-    """The EKS cluster, to which a Pod Identity trust is narrowed."""
+    cluster_name: pulumi.Input[str]
+    """The EKS cluster, to which a Pod Identity trust is narrowed (another resource's output, or
+    `kiam:cluster.name`)."""
     account_id: str
     """The stack's account: the role's ARN, hence its pod annotation, names it."""
     partition: str = "aws"
@@ -84,6 +85,7 @@ class ApplicationRole(pulumi.ComponentResource):
         trust = pulumi.Output.all(
             args.server_role_arn if served_by.kiam else None,
             args.oidc_issuer if served_by.irsa else None,
+            args.cluster_name,
         ).apply(
             lambda parts: json.dumps(
                 application_trust_policy(
@@ -92,7 +94,7 @@ class ApplicationRole(pulumi.ComponentResource):
                     oidc_issuer=parts[1],
                     partition=args.partition,
                     account_id=args.account_id,
-                    cluster_name=args.cluster_name,
+                    cluster_name=parts[2],
                     namespace=s.namespace,
                     service_account=s.service_account,
                 )

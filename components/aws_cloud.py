@@ -1,5 +1,6 @@
 """The AWS cloud side of kiam: IAM roles, an EKS managed node group, pulumi-tls certificates, and
-EKS Pod Identity's associations and agent add-on."""
+EKS Pod Identity's associations and agent add-on. `Kiam` uses it unless given another cloud side
+(the e2e stand-ins); it alone brings in the AWS and TLS SDKs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from kiam_eks.components.existing_role import ExistingApplicationRole, ExistingA
 from kiam_eks.components.iam import Iam, IamArgs
 from kiam_eks.components.node_group import NodeGroupArgs, ServerNodeGroup
 from kiam_eks.components.pod_identity import agent_addon, association
-from kiam_eks.program.tls_authority import PulumiTlsAuthority
+from kiam_eks.components.tls_authority import PulumiTlsAuthority
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.specs import iam_policies
@@ -27,10 +28,21 @@ from kiam_eks.specs import iam_policies
 class AwsCloud:
     """`CloudSide` for a real EKS cluster; every resource is a child of the component asking."""
 
-    def __init__(self, settings: StackSettings, oidc_issuer: pulumi.Input[str] | None) -> None:
+    def __init__(
+        self,
+        settings: StackSettings,
+        oidc_issuer: pulumi.Input[str] | None,
+        cluster_name: pulumi.Input[str] | None = None,
+    ) -> None:
         self.settings = settings
         self.oidc_issuer = oidc_issuer
         """The cluster's OIDC issuer URL; needed only by applications also trusted through IRSA."""
+        self.cluster_name: pulumi.Input[str] = (
+            settings.cluster.name if cluster_name is None else cluster_name
+        )
+        """What every resource naming the cluster names: `kiam:cluster.name`, or the output of
+        the cluster resource a program passed to `Kiam` (its settings then hold a stand-in
+        name, `public_args.CLUSTER_NAME_FROM_OUTPUT`, which nothing here reads)."""
         self.certificate_authority = PulumiTlsAuthority()
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> Iam:
@@ -40,6 +52,7 @@ class AwsCloud:
             name,
             IamArgs(
                 cluster=s.cluster,
+                cluster_name=self.cluster_name,
                 iam=s.iam,
                 application_paths=paths,
                 existing_role_arns=existing,
@@ -54,7 +67,7 @@ class AwsCloud:
         return ServerNodeGroup(
             name,
             NodeGroupArgs(
-                cluster_name=s.cluster.name,
+                cluster_name=self.cluster_name,
                 kubernetes_version=s.cluster.kubernetes_version,
                 settings=s.node_group,
                 node_role_arn=roles.node_role_arn,
@@ -76,7 +89,7 @@ class AwsCloud:
             server_role_arn=roles.server_role_arn,
             role_base_arn=roles.role_base_arn,
             oidc_issuer=self.oidc_issuer,
-            cluster_name=s.cluster.name,
+            cluster_name=self.cluster_name,
             partition=s.cluster.partition,
             account_id=s.cluster.account_id,
         )
@@ -103,7 +116,7 @@ class AwsCloud:
         assert isinstance(access, ApplicationRole | ExistingApplicationRole), access
         return association(
             name,
-            cluster_name=self.settings.cluster.name,
+            cluster_name=self.cluster_name,
             settings=settings,
             role_arn=access.association_role_arn,
             target_role_arn=access.target_role_arn,
@@ -117,5 +130,5 @@ class AwsCloud:
             # resource was registered: a missing add-on has stopped the program by now.
             return None
         return agent_addon(
-            name, cluster_name=s.cluster.name, settings=s.pod_identity_agent, opts=opts
+            name, cluster_name=self.cluster_name, settings=s.pod_identity_agent, opts=opts
         )

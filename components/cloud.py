@@ -3,7 +3,7 @@
 `Kiam` builds every Kubernetes object itself and asks a `CloudSide` for the rest: the IAM chain,
 the dedicated nodes, the certificates, the application roles and, for applications EKS Pod
 Identity serves, their associations and the agent add-on. `__main__.py` hands it the AWS
-one (`program.aws_cloud`: IAM roles, an EKS managed node group, pulumi-tls); the real-engine tests
+one (`components.aws_cloud`: IAM roles, an EKS managed node group, pulumi-tls); the real-engine tests
 hand it stand-ins (`e2e/standins`) that produce the same values from the same settings. Nothing
 here imports a cloud SDK, so the composition runs wherever pulumi-kubernetes does.
 """

@@ -13,6 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from kiam_eks.components.application_role import ServedRoleArgs
+from kiam_eks.components.known import when_known
 from kiam_eks.contracts import names, pod_identity, tokens
 from kiam_eks.contracts.iam import role_arn_parts
 from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
@@ -80,6 +81,7 @@ class ExistingApplicationRole(pulumi.ComponentResource):
             args.server_role_arn,
             args.oidc_issuer,
             self.chain_role.arn if self.chain_role is not None else None,
+            args.cluster_name,
         ).apply(
             lambda known: owner_trust(
                 s,
@@ -88,7 +90,7 @@ class ExistingApplicationRole(pulumi.ComponentResource):
                 chain_role_arn=known[2],
                 partition=args.partition,
                 account_id=args.account_id,
-                cluster_name=args.cluster_name,
+                cluster_name=known[3],
             )
         )
         self.register_outputs(
@@ -111,20 +113,28 @@ class ExistingApplicationRole(pulumi.ComponentResource):
             # name (the association takes its ARN).
             name_prefix=names.chain_role_name_prefix(s.namespace),
             path=args.chain_role_path,
-            description=f"EKS Pod Identity chain to {s.role_arn} for namespace {s.namespace} of "
-            f"EKS cluster {args.cluster_name}",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        pod_identity_statement(
-                            account_id=args.account_id,
-                            cluster_name=args.cluster_name,
-                            namespace=s.namespace,
-                            service_account=s.service_account,
-                        )
-                    ],
-                }
+            description=when_known(
+                args.cluster_name,
+                lambda cluster_name: (
+                    f"EKS Pod Identity chain to {s.role_arn} for namespace "
+                    f"{s.namespace} of EKS cluster {cluster_name}"
+                ),
+            ),
+            assume_role_policy=when_known(
+                args.cluster_name,
+                lambda cluster_name: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            pod_identity_statement(
+                                account_id=args.account_id,
+                                cluster_name=cluster_name,
+                                namespace=s.namespace,
+                                service_account=s.service_account,
+                            )
+                        ],
+                    }
+                ),
             ),
             # EKS caches chained credentials for 59 minutes (pod-id-assign-target-role); a chain
             # is capped at an hour whatever a role allows.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from kiam_eks.components.known import when_known
 from kiam_eks.contracts import names, tokens
 from kiam_eks.contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn
 from kiam_eks.settings.cluster import ClusterSettings
@@ -23,6 +24,9 @@ class IamArgs:
 
     cluster: ClusterSettings
     """Account, region and partition of the roles."""
+    cluster_name: pulumi.Input[str]
+    """The EKS cluster's name, for the roles' descriptions (another resource's output, or
+    `kiam:cluster.name`)."""
     iam: IamSettings
     """Role paths and the application-role pattern."""
     application_paths: Sequence[str] = ()
@@ -63,7 +67,7 @@ class Iam(pulumi.ComponentResource):
         self.node_role = aws.iam.Role(
             node_role,
             path=args.iam.kiam_role_path,
-            description=f"kiam server nodes of EKS cluster {args.cluster.name}",
+            description=when_known(args.cluster_name, "kiam server nodes of EKS cluster {}".format),
             assume_role_policy=json.dumps(iam_policies.ec2_trust_policy()),
             opts=child,
         )
@@ -80,7 +84,7 @@ class Iam(pulumi.ComponentResource):
         self.server_role = aws.iam.Role(
             server_role,
             path=args.iam.kiam_role_path,
-            description=f"kiam-server of EKS cluster {args.cluster.name}",
+            description=when_known(args.cluster_name, "kiam-server of EKS cluster {}".format),
             assume_role_policy=self.node_role.arn.apply(
                 lambda arn: json.dumps(iam_policies.role_trust_policy(arn))
             ),

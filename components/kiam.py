@@ -1,31 +1,83 @@
 """The whole of kiam on one EKS cluster: IAM, dedicated nodes, TLS, servers, agents, in order; and
-its retirement (`kiam:retire`), which keeps only the application roles and what serves them now."""
+its retirement (`kiam:retire`), which keeps only the application roles and what serves them now.
 
-from __future__ import annotations
+`Kiam` takes the arguments a Pulumi program passes (`KiamArgs`): the cluster's name and OIDC
+issuer may be another resource's outputs, the rest are the stack settings (docs/configuration.md)
+under the arguments' names, validated by the same models before anything is registered. This
+repository's program is its first user: it turns its stack file into these arguments
+(`public_args.arguments_of`).
+"""
 
+# No `from __future__ import annotations`: the component provider reads `KiamArgs` and `Kiam`'s
+# outputs as types at run time to infer the package's schema (provider/).
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
 from kiam_eks.components.agent import Agent, AgentArgs
 from kiam_eks.components.agent_retirement import AgentRetirement, AgentRetirementArgs
+from kiam_eks.components.application_output import application_output
 from kiam_eks.components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
+from kiam_eks.components.known import when_known
 from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
 from kiam_eks.components.namespace import kiam_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
 from kiam_eks.components.server import Server, ServerArgs
 from kiam_eks.components.tls import Tls, TlsArgs
 from kiam_eks.contracts import names, tokens
+from kiam_eks.settings.public_args import ArgumentsError, checked_cluster_name, kiam_settings
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.settings.transitions import Transition, first_update
 from kiam_eks.specs import alert_rules, iam_policies
 
 
+class KiamArgs(TypedDict):
+    """The arguments of `Kiam`. A section (`node_group`, `server`...) is the mapping of that stack setting, spelled as in the stack file (`kiam:nodeGroup` holds `subnets`, `minSize`...), with the same defaults and rules (docs/configuration.md)."""
+
+    cluster_name: pulumi.Input[str]
+    """Name of the EKS cluster (`kiam:cluster.name`): a string, or the cluster resource's name output (checked once known)."""
+    account_id: str
+    """AWS account id of the cluster, 12 digits (`kiam:cluster.accountId`)."""
+    region: str
+    """AWS region of the cluster (`kiam:cluster.region`): kiam's regional STS endpoint and the partition of every ARN."""
+    kubernetes_version: str
+    """The cluster's Kubernetes minor version, such as `1.33`: the server nodes run it (`kiam:cluster.kubernetesVersion`)."""
+    node_group: dict[str, Any]
+    """The dedicated server node group (`kiam:nodeGroup`): `subnets` in at least two zones, sizes, instance types, taint."""
+    oidc_issuer: NotRequired[pulumi.Input[str]]
+    """The cluster's OIDC issuer URL, needed only by applications served through IRSA: such as the cluster resource's `identities[0].oidcs[0].issuer` output."""
+    cluster_domain: NotRequired[str]
+    """The cluster's DNS domain (`kiam:cluster.clusterDomain`)."""
+    server: NotRequired[dict[str, Any]]
+    """The kiam-server Deployment (`kiam:server`)."""
+    agent: NotRequired[dict[str, Any]]
+    """The kiam-agent DaemonSet (`kiam:agent`)."""
+    iam: NotRequired[dict[str, Any]]
+    """What the server may assume (`kiam:iam`)."""
+    tls: NotRequired[dict[str, Any]]
+    """Certificate lifetimes (`kiam:tls`)."""
+    namespace: NotRequired[dict[str, Any]]
+    """kiam's namespace (`kiam:namespace`)."""
+    monitoring: NotRequired[dict[str, Any]]
+    """Prometheus scraping and alerts (`kiam:monitoring`)."""
+    adoption: NotRequired[dict[str, Any]]
+    """A running kiam install being taken over (`kiam:adoption`, docs/migration.md)."""
+    applications: NotRequired[dict[str, dict[str, Any]]]
+    """Application roles by application name, and what serves each (`kiam:applications`)."""
+    existing_permitted: NotRequired[dict[str, str]]
+    """Namespaces whose `iam.amazonaws.com/permitted` annotation someone else set, with its value (`kiam:existingPermitted`)."""
+    pod_identity_agent: NotRequired[dict[str, Any]]
+    """The EKS Pod Identity agent add-on (`kiam:podIdentityAgent`)."""
+    retire: NotRequired[bool]
+    """Remove kiam, keeping every application role (`kiam:retire`, docs/leaving-kiam.md)."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class KiamArgs:
-    """Inputs of `Kiam`."""
+class Composition:
+    """What `Kiam` composes from: its arguments as settings, the cloud side, the change."""
 
     settings: StackSettings
     """The validated settings of the stack."""
@@ -38,49 +90,90 @@ class KiamArgs:
 
 
 class Kiam(pulumi.ComponentResource):
-    """Composes every part of kiam so that one `pulumi up` installs, upgrades or recycles it safely,
-    and, with `kiam:retire`, removes it in one `pulumi up` while the application roles stay."""
+    """kiam on one EKS cluster: the IAM chain, a dedicated tainted managed node group, kiam-server as a Deployment there (hard anti-affinity, a headless Service, a PodDisruptionBudget), the agents on every other node once the servers are Ready, the application roles and what serves each; with `retire`, kiam removed while the application roles stay."""
 
-    roles: KiamRoles
-    """kiam's IAM chain; once retired, only what the application roles still read of it
-    (`RetiredRoles`: no kiam role exists any more)."""
-    server_nodes: ServerNodes | None
-    """None once retired."""
-    tls: Tls | None
-    """None once retired."""
-    server: Server | None
-    """None once retired."""
-    agent: Agent | None
-    """None while a running install's agents are still in service (migration phase `servers`),
-    and once retired."""
-    retirement: AgentRetirement | None
-    """With `kiam:retire`: what rolls the agents to remove their iptables rule before they go."""
-    applications: dict[str, ApplicationAccess]
-    pod_identity_agent: pulumi.Resource | None
-    """The `eks-pod-identity-agent` add-on, when the stack manages it and Pod Identity serves an
-    application."""
-    pod_identity_associations: dict[str, pulumi.Resource]
-    """The EKS Pod Identity association of each application Pod Identity serves."""
-    monitoring: Monitoring | None
-    """The Prometheus Operator's objects, when `kiam:monitoring` asks for them (never once retired)."""
-    server_address: str
-    """What agents dial."""
-    settled: pulumi.Output[bool]
-    """True once the servers, the agents and any retirement roll are done: the stack output
-    `installed` waits for it, so a failed update leaves the facts of the one before."""
+    # The outputs, as every language reads them (the package schema's; one line each).
+    node_role_arn: pulumi.Output[str | None]
+    """ARN of the server nodes' instance role; null once retired."""
+    server_role_arn: pulumi.Output[str | None]
+    """ARN of the kiam-server role (kiam's `--assume-role-arn`), which alone may assume the application roles; null once retired."""
+    role_base_arn: pulumi.Output[str]
+    """kiam's `--role-base-arn`: what a pod annotation naming a role by name is appended to."""
+    node_group_name: pulumi.Output[str | None]
+    """Generated name of the dedicated server node group; null once retired."""
+    server_address: pulumi.Output[str | None]
+    """The `host:port` agents dial; null once retired."""
+    applications: pulumi.Output[dict[str, Any]]
+    """Per application: what serves it (`servedBy`, `next`), its `roleArn`, the `podAnnotation` its pods carry while kiam serves it, the `serviceAccount` Pod Identity or IRSA serves, the `podIdentityAssociationId`, and for a role made elsewhere the `trust` its owner must keep (README, "Stack outputs")."""
 
     def __init__(
-        self, name: str, args: KiamArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: KiamArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        cloud: CloudSide | None = None,
+        transition: Transition | None = None,
     ) -> None:
+        """`cloud`: what creates the IAM roles, nodes and certificates; the AWS one (IAM, an EKS
+        managed node group, pulumi-tls) unless given. `transition`: the change from what the
+        stack's last update installed, as this repository's program judges it
+        (settings/transitions.py); without it every update is composed as a first one."""
+        # The parts, for the program and tests (Python only: not outputs of the schema).
+        self.roles: KiamRoles
+        """kiam's IAM chain; once retired, only what the application roles still read of it
+        (`RetiredRoles`: no kiam role exists any more)."""
+        self.server_nodes: ServerNodes | None = None
+        """None once retired."""
+        self.tls: Tls | None = None
+        """None once retired."""
+        self.server: Server | None = None
+        """None once retired."""
+        self.agent: Agent | None = None
+        """None while a running install's agents are still in service (migration phase
+        `servers`), and once retired."""
+        self.retirement: AgentRetirement | None = None
+        """With `kiam:retire`: what rolls the agents to remove their iptables rule first."""
+        self.application_access: dict[str, ApplicationAccess] = {}
+        """Each application's role and the annotations that select it."""
+        self.pod_identity_agent: pulumi.Resource | None = None
+        """The `eks-pod-identity-agent` add-on, when the stack manages it and Pod Identity
+        serves an application."""
+        self.pod_identity_associations: dict[str, pulumi.Resource] = {}
+        """The EKS Pod Identity association of each application Pod Identity serves."""
+        self.monitoring: Monitoring | None = None
+        """The Prometheus Operator's objects, when `kiam:monitoring` asks for them."""
+        self.settled: pulumi.Output[bool]
+        """True once the servers, the agents and any retirement roll are done: the stack output
+        `installed` waits for it, so a failed update leaves the facts of the one before."""
+        # Checked before the component itself is registered: a mistake creates nothing.
+        source = f"Kiam {name!r}"
+        settings = kiam_settings(source, dict(args))
+        cluster_name = args["cluster_name"]
+        if cloud is not None and not isinstance(cluster_name, str):
+            # A cloud side given here reads the cluster's name from the settings.
+            raise ArgumentsError(
+                source, ["cluster_name: must be a string when a cloud side is given"]
+            )
         super().__init__(tokens.KIAM, name, None, opts)
+        if cloud is None:
+            # Imported here: a cloud side given instead (the e2e stand-ins) needs no AWS SDK.
+            from kiam_eks.components.aws_cloud import AwsCloud
+
+            # A string was checked with the rest; another resource's output is, once known.
+            cloud = AwsCloud(
+                settings, args.get("oidc_issuer"), when_known(cluster_name, checked_cluster_name)
+            )
+        self._compose(name, Composition(settings=settings, cloud=cloud, transition=transition))
+
+    def _compose(self, name: str, args: Composition) -> None:
         child = pulumi.ResourceOptions(parent=self)
         s = args.settings
         domain = s.cluster.cluster_domain
-        self.server_address = names.agent_server_address(
+        self.address = names.agent_server_address(
             s.server.service_name, s.namespace.name, domain, s.server.grpc_port
         )
-        self.server_nodes = self.tls = self.server = self.agent = self.monitoring = None
-        self.retirement = None
+        """What agents dial (the `server_address` output while kiam is installed)."""
         if s.retire:
             self._retire(name, args, child)
         else:
@@ -89,7 +182,39 @@ class Kiam(pulumi.ComponentResource):
             *[r.urn for r in self._awaited()],
             *([self.retirement.done] if self.retirement is not None else []),
         ).apply(lambda _: True)
-        self.applications = self._applications(name, args, child)
+        self.application_access = self._applications(name, args, child)
+        self._outputs(s)
+
+    def _outputs(self, s: StackSettings) -> None:
+        """The outputs every language reads. Registered as they always were (kiam's four and the
+        address while installed, nothing once retired): a new value in a running install's state
+        would be a change in its next preview."""
+        installed = self.server_nodes is not None
+        self.node_role_arn = pulumi.Output.from_input(
+            self.roles.node_role_arn if installed else None
+        )
+        self.server_role_arn = pulumi.Output.from_input(
+            self.roles.server_role_arn if installed else None
+        )
+        self.role_base_arn = pulumi.Output.from_input(self.roles.role_base_arn)
+        self.node_group_name = pulumi.Output.from_input(
+            self.server_nodes.node_group_name if self.server_nodes is not None else None
+        )
+        self.server_address = pulumi.Output.from_input(self.address if installed else None)
+        applications: pulumi.Input[dict[str, Any]] = {
+            app: application_output(
+                s.applications[app], access, self.pod_identity_associations.get(app)
+            )
+            for app, access in self.application_access.items()
+        }
+        if self.retirement is not None:
+            # Known only once the agents are rolled: the program records its outputs then, so a
+            # failed roll leaves the previous ones, `serverAddress` included, and the next
+            # `pulumi up` rolls again (components/agent_retirement.py).
+            applications = pulumi.Output.all(self.retirement.done, applications).apply(
+                lambda done_and_applications: done_and_applications[1]
+            )
+        self.applications = pulumi.Output.from_input(applications)
         self.register_outputs(
             {}
             if self.server_nodes is None
@@ -98,7 +223,7 @@ class Kiam(pulumi.ComponentResource):
                 "server_role_arn": self.roles.server_role_arn,
                 "role_base_arn": self.roles.role_base_arn,
                 "node_group_name": self.server_nodes.node_group_name,
-                "server_address": self.server_address,
+                "server_address": self.address,
             }
         )
 
@@ -113,7 +238,7 @@ class Kiam(pulumi.ComponentResource):
             if r is not None
         ]
 
-    def _retire(self, name: str, args: KiamArgs, child: pulumi.ResourceOptions) -> None:
+    def _retire(self, name: str, args: Composition, child: pulumi.ResourceOptions) -> None:
         """Register only what rolls the agents; everything else of the install is no longer
         registered, so the engine deletes it at the end of this `pulumi up`, agents first
         (components/agent_retirement.py says why that order holds)."""
@@ -131,7 +256,7 @@ class Kiam(pulumi.ComponentResource):
                 settings=s.agent,
                 namespace=s.namespace.name,
                 daemon_set_name=s.adoption_state.agent_daemon_set_name,
-                server_address=self.server_address,
+                server_address=self.address,
                 roll=transition.roll_agents_before_retiring,
             ),
             child,
@@ -157,7 +282,7 @@ class Kiam(pulumi.ComponentResource):
             ),
         )
 
-    def _install(self, name: str, args: KiamArgs, child: pulumi.ResourceOptions) -> None:
+    def _install(self, name: str, args: Composition, child: pulumi.ResourceOptions) -> None:
         s, cloud = args.settings, args.cloud
         adoption = s.adoption_state
 
@@ -214,7 +339,7 @@ class Kiam(pulumi.ComponentResource):
                 AgentArgs(
                     settings=s.agent,
                     namespace=namespace,
-                    server_address=self.server_address,
+                    server_address=self.address,
                     server_node_taint=s.node_group.taint,
                     tls_secret=tls.agent_secret,
                     # Also what makes a retirement delete the agents before the servers: the
@@ -239,7 +364,7 @@ class Kiam(pulumi.ComponentResource):
             )
 
     def _applications(
-        self, name: str, args: KiamArgs, child: pulumi.ResourceOptions
+        self, name: str, args: Composition, child: pulumi.ResourceOptions
     ) -> dict[str, ApplicationAccess]:
         s, cloud = args.settings, args.cloud
         roles = {

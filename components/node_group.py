@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from kiam_eks.components.known import when_known
 from kiam_eks.components.node_group_options import replacement_options
-from kiam_eks.contracts import tokens
+from kiam_eks.contracts import names, tokens
 from kiam_eks.contracts.credential_env import IMDS_HOP_LIMIT_CONTAINERS, IMDS_TOKENS_REQUIRED
 from kiam_eks.contracts.eks_node_group import root_device
 from kiam_eks.settings.node_group import NodeGroupSettings
@@ -19,8 +20,8 @@ from kiam_eks.settings.node_group import NodeGroupSettings
 class NodeGroupArgs:
     """Inputs of `ServerNodeGroup`."""
 
-    cluster_name: str
-    """The EKS cluster the group joins."""
+    cluster_name: pulumi.Input[str]
+    """The EKS cluster the group joins (another resource's output, or `kiam:cluster.name`)."""
     kubernetes_version: str
     """Kubernetes minor version of the nodes; bump it after a control-plane upgrade."""
     settings: NodeGroupSettings
@@ -46,7 +47,7 @@ class ServerNodeGroup(pulumi.ComponentResource):
         s = args.settings
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-launch-template",
-            name_prefix=f"{args.cluster_name}-kiam-server-",
+            name_prefix=when_known(args.cluster_name, names.launch_template_name_prefix),
             description="kiam server nodes: IMDSv2 only, encrypted root volume",
             update_default_version=True,
             metadata_options={

@@ -16,7 +16,7 @@ from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
 def association(
     name: str,
     *,
-    cluster_name: str,
+    cluster_name: pulumi.Input[str],
     settings: ApplicationSettings,
     role_arn: pulumi.Input[str],
     opts: pulumi.ResourceOptions,
@@ -56,7 +56,7 @@ def association(
 def agent_addon(
     name: str,
     *,
-    cluster_name: str,
+    cluster_name: pulumi.Input[str],
     settings: PodIdentityAgentSettings,
     opts: pulumi.ResourceOptions,
 ) -> aws.eks.Addon:

@@ -1,21 +1,21 @@
-"""Build one stack from validated settings, a cloud side and providers: `__main__.py` runs it with
-the AWS cloud side (and through it the tests and the offline plan), the real-engine tests with
-stand-ins (`e2e/program`)."""
+"""Build one stack from validated settings and providers: `Kiam` from the stack settings through
+the one adapter (`public_args.arguments_of`), on AWS for `__main__.py` (and through it the tests
+and the offline plan), on the stand-ins for the real-engine tests (`e2e/program`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
 import pulumi
 
-from kiam_eks.components.cloud import ApplicationAccess, CloudSide
+from kiam_eks.components.cloud import CloudSide
 from kiam_eks.components.kiam import Kiam, KiamArgs
 from kiam_eks.contracts import names
 from kiam_eks.program.last_update import read_last_update
 from kiam_eks.settings import installed
-from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.loader import stack_file_for
+from kiam_eks.settings.public_args import arguments_of
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.settings.transitions import Transition, judge
 
@@ -36,15 +36,24 @@ def judge_change(settings: StackSettings) -> Transition:
 
 def build(
     settings: StackSettings,
-    cloud: CloudSide,
     providers: Sequence[pulumi.ProviderResource],
+    *,
     transition: Transition | None = None,
+    oidc_issuer: pulumi.Input[str] | None = None,
+    cloud: CloudSide | None = None,
 ) -> Kiam:
-    """The `Kiam` component, with the stack's providers handed down to every child."""
+    """The `Kiam` component from the stack's settings, its arguments made by the one adapter
+    (`arguments_of`), with the stack's providers handed down to every child; on AWS unless given
+    another cloud side (the e2e stand-ins)."""
+    args = cast(KiamArgs, arguments_of(settings))
+    if oidc_issuer is not None:
+        args["oidc_issuer"] = oidc_issuer
     return Kiam(
         names.INSTALL_NAME,
-        KiamArgs(settings=settings, cloud=cloud, transition=transition),
+        args,
         pulumi.ResourceOptions(providers=list(providers)),
+        cloud=cloud,
+        transition=transition,
     )
 
 
@@ -65,62 +74,10 @@ def export_outputs(
         pulumi.export("nodeGroupName", kiam.server_nodes.node_group_name)
         pulumi.export(names.SERVER_ADDRESS_OUTPUT, kiam.server_address)
         pulumi.export("namespace", settings.namespace.name)
-    applications: pulumi.Input[dict[str, Any]] = {
-        app: application_output(
-            settings.applications[app], role, kiam.pod_identity_associations.get(app)
-        )
-        for app, role in kiam.applications.items()
-    }
-    if kiam.retirement is not None:
-        # Recorded only once the agents are rolled: a failed roll leaves the previous outputs,
-        # `serverAddress` included, so the next `pulumi up` rolls again
-        # (components/agent_retirement.py).
-        applications = pulumi.Output.all(kiam.retirement.done, applications).apply(
-            lambda done_and_applications: done_and_applications[1]
-        )
-    pulumi.export("applications", applications)
+    # Each application's access: known once a retirement's roll is done (components/kiam.py).
+    pulumi.export("applications", kiam.applications)
     previous = transition.previous if transition is not None else None
     leaves = installed.installed_by(settings, previous).to_output()
     # Recorded only once the rollouts (and a retirement's roll) are done: an update that fails
     # half way leaves the facts of the one before, and the next judges the same change again.
     pulumi.export(installed.OUTPUT, kiam.settled.apply(lambda _: leaves))
-
-
-def application_output(
-    settings: ApplicationSettings,
-    role: ApplicationAccess,
-    association: pulumi.Resource | None,
-) -> dict[str, Any]:
-    """What one application's pod template and service account need in its state, and where it
-    goes next.
-
-    - `podAnnotation`: kiam's `iam.amazonaws.com/role`, only while kiam serves the role (a pod
-      keeping it afterwards asks kiam for a role its namespace no longer admits); `{}` otherwise.
-    - `serviceAccount`: the service account Pod Identity or IRSA serves the role to, with the
-      annotations it needs (IRSA's `eks.amazonaws.com/role-arn`; none for Pod Identity, whose
-      association lives in EKS); null while only kiam serves it.
-    - `podIdentityAssociationId`: the association's id while Pod Identity serves it, else null.
-    - `trust`, for a role that exists already (`roleArn`) only: the statements its trust policy
-      must hold now (`required`) and those each next state adds (`next`), for its owner to put in.
-    """
-    served_by = settings.served_by
-    service_account: dict[str, Any] | None = None
-    if settings.service_account is not None and served_by.successor:
-        service_account = {
-            "name": settings.service_account,
-            "namespace": settings.namespace,
-            "annotations": role.service_account_annotation if served_by.irsa else {},
-        }
-    output: dict[str, Any] = {
-        "servedBy": served_by.value,
-        "next": served_by.next.value if served_by.next is not None else None,
-        "roleArn": role.role_arn,
-        "podAnnotation": role.pod_annotation if served_by.kiam else {},
-        "serviceAccount": service_account,
-        "podIdentityAssociationId": association.id
-        if isinstance(association, pulumi.CustomResource)
-        else None,
-    }
-    if role.owner_trust is not None:
-        output["trust"] = role.owner_trust
-    return output

@@ -9,12 +9,13 @@ from importlib.metadata import version
 
 from pulumi.provider.experimental import component_provider_host
 
+from kiam_eks.components.kiam import Kiam
 from kiam_eks.components.kiam_kubernetes import KiamKubernetes
 from kiam_eks.contracts.tokens import COMPONENT_PACKAGE
 
-# The components other languages can use: those whose every argument has a schema type. `Kiam`,
-# the whole install, takes this repository's stack settings and cloud side (Python objects).
-COMPONENTS = [KiamKubernetes]
+# The components other languages can use: the whole install (it creates AWS and pulumi-tls
+# resources, so a program using it needs those providers too) and the Kubernetes side alone.
+COMPONENTS = [Kiam, KiamKubernetes]
 DISTRIBUTION = "kiam-eks"
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ allowed, so a user mistake never reaches a component, and never shows a tracebac
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def settings_from_values(values: Mapping[str, Any], source: str) -> StackSetting
     try:
         return StackSettings.model_validate(dict(values))
     except ValidationError as error:
-        raise SettingsError(source, [_describe(e) for e in error.errors()]) from None
+        raise SettingsError(source, [describe(e) for e in error.errors()]) from None
 
 
 def load_settings() -> StackSettings:
@@ -126,9 +126,11 @@ def _placeholder_secrets(value: Any) -> Any:
     return value
 
 
-def _describe(error: Any) -> str:
+def describe(error: Any, key_path: Callable[[tuple[Any, ...]], str] | None = None) -> str:
+    """One validation error as a problem line: where (`kiam:nodeGroup.subnets[0].id`, or what
+    `key_path` makes of the location) and what is allowed."""
     loc = tuple(error["loc"])
-    path = _key_path(loc)
+    path = (key_path or _key_path)(loc)
     kind = error["type"]
     if kind == "missing":
         return f"{path}: is required"

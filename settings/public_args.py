@@ -1,7 +1,7 @@
-"""The plain arguments of the public components (`KiamKubernetes`), judged by the stack settings'
-own rules: each argument is one stack setting (`ARGUMENT_SETTINGS`), so its default, what it
-allows and the message that refuses it are that setting's, named by the argument instead of the
-stack file's key path.
+"""The arguments of the public components, judged by the stack settings' own rules: each argument
+is one stack setting (`ARGUMENT_SETTINGS` for `KiamKubernetes`, `KIAM_ARGUMENTS` for `Kiam`), so
+its default, what it allows and the message that refuses it are that setting's, named by the
+argument instead of the stack file's key path.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic.fields import FieldInfo
 
 from kiam_eks.settings.agent import AgentSettings
 from kiam_eks.settings.base import model_class
-from kiam_eks.settings.loader import problems_message
+from kiam_eks.settings.loader import describe, problems_message
 from kiam_eks.settings.node_group import TaintSettings
 from kiam_eks.settings.server import ServerSettings
 from kiam_eks.settings.stack import INITIAL_NAMESPACES, NamespaceSettings, StackSettings
@@ -46,6 +46,113 @@ ARGUMENT_SETTINGS: dict[str, str] = {
 # delimited printable ASCII).
 ROLE_BASE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/([!-~]+/)?")
 ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/([!-~]+/)?[\w+=,.@-]{1,64}")
+
+
+# Each argument of `Kiam` and the stack setting it is: one key of `kiam:cluster`, or a whole
+# section, a mapping spelled as in the stack file (docs/configuration.md). This table is the
+# adapter both ways: this repository's program turns its stack settings into `Kiam`'s arguments
+# with it (`arguments_of`), and `Kiam` turns the arguments back into settings (`kiam_settings`).
+KIAM_ARGUMENTS: dict[str, str] = {
+    "cluster_name": "cluster.name",
+    "account_id": "cluster.accountId",
+    "region": "cluster.region",
+    "kubernetes_version": "cluster.kubernetesVersion",
+    "cluster_domain": "cluster.clusterDomain",
+    "node_group": "nodeGroup",
+    "server": "server",
+    "agent": "agent",
+    "iam": "iam",
+    "tls": "tls",
+    "namespace": "namespace",
+    "monitoring": "monitoring",
+    "adoption": "adoption",
+    "applications": "applications",
+    "existing_permitted": "existingPermitted",
+    "pod_identity_agent": "podIdentityAgent",
+    "retire": "retire",
+}
+# Settings that are not arguments of `Kiam`: how this repository's program makes its own
+# Kubernetes provider (a program using `Kiam` passes its provider in the resource options).
+PROGRAM_SETTINGS = ("kubeconfig", "cluster.kubernetesAuth")
+# The arguments of `Kiam` that are no setting: another resource's output, used as it is.
+KIAM_INPUTS = ("oidc_issuer",)
+# What the settings hold for a cluster name given as another resource's output: a name the
+# setting's rule accepts, read by nothing (the cloud side names the cluster by the output, checked
+# once known: `checked_cluster_name`); tests/test_kiam_args.py proves no resource receives it.
+CLUSTER_NAME_FROM_OUTPUT = "cluster-name-from-an-output"
+_ARGUMENT_OF = {key_path: argument for argument, key_path in KIAM_ARGUMENTS.items()}
+_SETTING_MENTION = re.compile(r"kiam:(\w+)(?:\.(\w+))?")
+
+
+def kiam_settings(source: str, args: Mapping[str, Any]) -> StackSettings:
+    """`Kiam`'s arguments as the stack settings they are, every problem named at once by the
+    argument; raises `ArgumentsError`. A cluster name that is not a string (another resource's
+    output) stands as `CLUSTER_NAME_FROM_OUTPUT`."""
+    allowed = sorted((*KIAM_ARGUMENTS, *KIAM_INPUTS))
+    problems = [
+        f"{argument}: is not an argument of Kiam (allowed: {', '.join(allowed)})"
+        for argument in sorted(set(args) - set(allowed))
+    ]
+    values: dict[str, Any] = {"cluster": {}}
+    for argument, key_path in KIAM_ARGUMENTS.items():
+        value = args.get(argument)
+        if value is None:
+            continue
+        if argument == "cluster_name" and not isinstance(value, str):
+            value = CLUSTER_NAME_FROM_OUTPUT
+        section, _, key = key_path.partition(".")
+        if key:
+            values[section][key] = value
+        else:
+            values[section] = value
+    try:
+        settings = StackSettings.model_validate(values)
+    except ValidationError as error:
+        problems += [_in_argument_terms(describe(e)) for e in error.errors()]
+    if problems:
+        raise ArgumentsError(source, problems)
+    return settings
+
+
+def arguments_of(settings: StackSettings) -> dict[str, Any]:
+    """The arguments of `Kiam` that are `settings` (all but `PROGRAM_SETTINGS`)."""
+    dumped = settings.model_dump(by_alias=True)
+    arguments: dict[str, Any] = {}
+    for argument, key_path in KIAM_ARGUMENTS.items():
+        value: Any = dumped
+        for part in key_path.split("."):
+            value = value[part]
+        arguments[argument] = value
+    return arguments
+
+
+def checked_cluster_name(value: str) -> str:
+    """A cluster name known only once another resource is created: `value` if the setting's rule
+    accepts it; otherwise raises, naming the argument."""
+    _, problem = _check("cluster.name", value)
+    if problem is not None:
+        raise ArgumentsError("Kiam", [f"cluster_name: {_in_argument_terms(problem)}"])
+    return value
+
+
+def _in_argument_terms(problem: str) -> str:
+    """A settings problem with each `kiam:<key path>` it names spelled as `Kiam`'s argument
+    (`kiam:nodeGroup.minSize` -> `node_group.minSize`, `kiam:cluster.name` -> `cluster_name`);
+    not inside a command it quotes (`pulumi config set ... kiam:cluster.accountId`)."""
+
+    def spelled(mention: re.Match[str]) -> str:
+        section, key = mention.group(1), mention.group(2)
+        if key is not None and f"{section}.{key}" in _ARGUMENT_OF:
+            return _ARGUMENT_OF[f"{section}.{key}"]
+        if section in _ARGUMENT_OF:
+            return _ARGUMENT_OF[section] + (f".{key}" if key is not None else "")
+        return mention.group(0)
+
+    parts = problem.split("`")
+    # Even parts are prose, odd ones quoted between backticks.
+    return "`".join(
+        _SETTING_MENTION.sub(spelled, p) if i % 2 == 0 else p for i, p in enumerate(parts)
+    )
 
 
 def setting_field(key_path: str) -> FieldInfo:

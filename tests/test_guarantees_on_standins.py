@@ -46,7 +46,7 @@ def standin_resources(
     def program() -> None:
         provider = kubernetes_provider(settings, "apiVersion: v1\nkind: Config\n")
         cloud = KwokCloud(settings, state)
-        export_outputs(build(settings, cloud, [provider]), settings)
+        export_outputs(build(settings, [provider], cloud=cloud), settings)
 
     cluster = settings.cluster
     engine = MockEngine(

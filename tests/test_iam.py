@@ -38,6 +38,7 @@ def build(
                 "iam",
                 IamArgs(
                     cluster=cluster,
+                    cluster_name=cluster.name,
                     iam=iam or IamSettings(),
                     application_paths=application_paths,
                 ),
@@ -217,8 +218,8 @@ def test_partition_follows_the_region() -> None:
 
 def test_two_instances_do_not_collide() -> None:
     def both() -> None:
-        Iam("a", IamArgs(cluster=CLUSTER, iam=IamSettings()))
-        Iam("b", IamArgs(cluster=CLUSTER, iam=IamSettings()))
+        Iam("a", IamArgs(cluster=CLUSTER, cluster_name=CLUSTER.name, iam=IamSettings()))
+        Iam("b", IamArgs(cluster=CLUSTER, cluster_name=CLUSTER.name, iam=IamSettings()))
 
     rec = run_component(both)
     urns = [r.urn for r in rec.registrations]

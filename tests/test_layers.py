@@ -67,7 +67,7 @@ def test_the_guarantees_reach_no_component_tool_or_cloud_sdk() -> None:
     }  # fmt: skip
 
 
-def test_main_imports_the_program_settings_and_components_only() -> None:
+def test_main_imports_the_program_and_settings_only() -> None:
     tree = ast.parse((PROJECT_DIR / "__main__.py").read_text())
     modules = {
         alias.name if isinstance(node, ast.Import) else str(node.module)
@@ -76,7 +76,6 @@ def test_main_imports_the_program_settings_and_components_only() -> None:
         for alias in node.names
     }
     assert {".".join(m.split(".")[:2]) for m in modules} - {"pulumi"} == {
-        "kiam_eks.components",
         "kiam_eks.program",
         "kiam_eks.settings",
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import pytest
 
@@ -248,17 +249,15 @@ def test_an_in_place_node_group_change_keeps_the_name() -> None:
 def test_two_kiam_components_do_not_collide() -> None:
     from kiam_eks.components.kiam import Kiam, KiamArgs
     from kiam_eks.settings.loader import settings_from_values
+    from kiam_eks.settings.public_args import arguments_of
     from tests.conftest import run_component
 
     values = {k.removeprefix("kiam:"): v for k, v in base_config().items()}
-    settings = settings_from_values(values, "test")
+    args = cast(KiamArgs, arguments_of(settings_from_values(values, "test")))
 
     def both() -> None:
-        from kiam_eks.program.aws_cloud import AwsCloud
-
-        cloud = AwsCloud(settings, oidc_issuer=None)
-        Kiam("blue", KiamArgs(settings=settings, cloud=cloud))
-        Kiam("green", KiamArgs(settings=settings, cloud=cloud))
+        Kiam("blue", args)
+        Kiam("green", args)
 
     rec = run_component(both)
     urns = [r.urn for r in rec.registrations]

@@ -7,12 +7,14 @@ import ast
 import inspect
 import itertools
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from kiam_eks.components.kiam import Kiam, KiamArgs
 from kiam_eks.components.kiam_kubernetes import KiamKubernetes, KiamKubernetesArgs
 from kiam_eks.contracts import tokens
-from kiam_eks.settings.public_args import ARGUMENT_SETTINGS
+from kiam_eks.settings.public_args import ARGUMENT_SETTINGS, KIAM_ARGUMENTS
 from tools import api_reference
 
 
@@ -28,39 +30,66 @@ def test_the_api_reference_is_generated_from_it() -> None:
     )
 
 
+# Each public component, its arguments, and the outputs every language reads.
+PUBLIC: dict[str, tuple[Any, set[str]]] = {
+    tokens.KIAM: (
+        KiamArgs,
+        {
+            "nodeRoleArn",
+            "serverRoleArn",
+            "roleBaseArn",
+            "nodeGroupName",
+            "serverAddress",
+            "applications",
+        },
+    ),
+    tokens.KIAM_KUBERNETES: (
+        KiamKubernetesArgs,
+        {
+            "serverAddress",
+            "serverDnsNames",
+            "namespace",
+            "serverDeploymentName",
+            "agentDaemonSetName",
+        },
+    ),
+}
+
+
 def test_the_schema_holds_exactly_the_public_components_under_their_tokens() -> None:
     schema = api_reference.schema()
     assert schema["name"] == tokens.COMPONENT_PACKAGE
-    assert set(schema["resources"]) == {tokens.KIAM_KUBERNETES}
-    resource = schema["resources"][tokens.KIAM_KUBERNETES]
-    assert resource["isComponent"] is True
-    required = sorted(KiamKubernetesArgs.__required_keys__)
-    assert sorted(resource["requiredInputs"]) == sorted(
-        api_reference.camel(name) for name in required
-    )
-    assert set(resource["inputProperties"]) == {
-        api_reference.camel(name) for name in KiamKubernetesArgs.__annotations__
-    }
-    assert set(resource["properties"]) == {
-        "serverAddress",
-        "serverDnsNames",
-        "namespace",
-        "serverDeploymentName",
-        "agentDaemonSetName",
-    }
+    assert set(schema["resources"]) == set(PUBLIC)
+    for token, (args, outputs) in PUBLIC.items():
+        resource = schema["resources"][token]
+        assert resource["isComponent"] is True
+        required = sorted(args.__required_keys__)
+        assert sorted(resource["requiredInputs"]) == sorted(
+            api_reference.camel(name) for name in required
+        )
+        assert set(resource["inputProperties"]) == {
+            api_reference.camel(name) for name in args.__annotations__
+        }
+        assert set(resource["properties"]) == outputs
 
 
 def test_values_other_resources_compute_are_inputs_and_the_settings_plain() -> None:
-    inputs = api_reference.schema()["resources"][tokens.KIAM_KUBERNETES]["inputProperties"]
-    not_plain = {name for name, prop in inputs.items() if not prop.get("plain")}
+    resources = api_reference.schema()["resources"]
+    not_plain = {
+        token: {name for name, prop in resource["inputProperties"].items() if not prop.get("plain")}
+        for token, resource in resources.items()
+    }
     assert not_plain == {
-        "nodeGroupName",
-        "serverRoleArn",
-        "caCertificatePem",
-        "serverCertificatePem",
-        "serverPrivateKeyPem",
-        "agentCertificatePem",
-        "agentPrivateKeyPem",
+        tokens.KIAM: {"clusterName", "oidcIssuer"},
+        tokens.KIAM_KUBERNETES: {
+            "nodeGroupName",
+            "serverRoleArn",
+            "caCertificatePem",
+            "serverCertificatePem",
+            "serverPrivateKeyPem",
+            "agentCertificatePem",
+            "agentPrivateKeyPem",
+        },
     }
 
 
@@ -82,9 +111,16 @@ def test_each_plain_argument_names_the_setting_whose_rule_and_default_it_has() -
             continue  # required: no default to name
         assert f"(`kiam:{key_path}`" in docstrings[argument], argument
     outputs = _field_docstrings(KiamKubernetes)
-    assert set(outputs) == {api_reference.snake(name) for name in (
-        "serverAddress", "serverDnsNames", "namespace", "serverDeploymentName", "agentDaemonSetName",
-    )}  # fmt: skip
+    assert set(outputs) == {api_reference.snake(name) for name in PUBLIC[tokens.KIAM_KUBERNETES][1]}
+
+
+def test_each_argument_of_kiam_names_the_setting_it_is() -> None:
+    docstrings = _field_docstrings(KiamArgs)
+    assert set(docstrings) == set(KiamArgs.__annotations__)
+    for argument, key_path in KIAM_ARGUMENTS.items():
+        assert f"(`kiam:{key_path}`" in docstrings[argument], argument
+    outputs = _field_docstrings(Kiam)
+    assert set(outputs) == {api_reference.snake(name) for name in PUBLIC[tokens.KIAM][1]}
 
 
 def test_the_plugin_runs_the_provider_in_its_own_virtualenv_with_this_package() -> None:

@@ -12,9 +12,12 @@ from tools.mock_engine import PROJECT_DIR
 README = (PROJECT_DIR / "README.md").read_text()
 SECTION = README.split("## Use it from your own program", 1)[1].split("\n## ", 1)[0]
 EXAMPLES = {
-    "python": PROJECT_DIR / "examples" / "python" / "__main__.py",
-    "typescript": PROJECT_DIR / "examples" / "typescript" / "index.ts",
-    "yaml": PROJECT_DIR / "examples" / "yaml" / "Pulumi.yaml",
+    "python": [
+        PROJECT_DIR / "examples" / "python" / "__main__.py",
+        PROJECT_DIR / "examples" / "python-whole" / "__main__.py",
+    ],
+    "typescript": [PROJECT_DIR / "examples" / "typescript" / "index.ts"],
+    "yaml": [PROJECT_DIR / "examples" / "yaml" / "Pulumi.yaml"],
 }
 
 
@@ -24,15 +27,14 @@ def blocks(language: str) -> list[str]:
 
 @pytest.mark.parametrize("language", sorted(EXAMPLES))
 def test_the_readme_shows_each_example_as_it_is(language: str) -> None:
-    assert blocks(language) == [EXAMPLES[language].read_text()]
+    assert blocks(language) == [path.read_text() for path in EXAMPLES[language]]
 
 
 def test_the_examples_add_the_package_the_way_the_section_says() -> None:
     assert "pulumi package add <clone>/provider" in SECTION
-    python_requirements = (PROJECT_DIR / "examples" / "python" / "requirements.txt").read_text()
-    assert [line for line in python_requirements.splitlines() if not line.startswith("#")] == [
-        "../.."
-    ]
+    for example in ("python", "python-whole"):
+        requirements = (PROJECT_DIR / "examples" / example / "requirements.txt").read_text()
+        assert [line for line in requirements.splitlines() if not line.startswith("#")] == ["../.."]
     assert (PROJECT_DIR / "examples" / "python" / "../../pyproject.toml").resolve() == (
         PROJECT_DIR / "pyproject.toml"
     )

@@ -313,7 +313,7 @@ def test_a_namespace_whose_annotation_is_taken_over_carries_it_as_found() -> Non
 
 def test_the_composition_needs_no_cloud_sdk() -> None:
     """The composition and the stand-ins import neither pulumi-aws nor pulumi-tls: the e2e runs
-    them where those providers do not exist, and only `program.aws_cloud` brings them in."""
+    them where those providers do not exist, and only `components.aws_cloud` brings them in."""
     import subprocess
     import sys
 
@@ -324,7 +324,7 @@ def test_the_composition_needs_no_cloud_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
     done = subprocess.run(
-        [sys.executable, "-c", probe.replace("program.stack", "program.aws_cloud")],
+        [sys.executable, "-c", probe.replace("program.stack", "components.aws_cloud")],
         capture_output=True,
         text=True,
         check=True,

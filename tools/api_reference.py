@@ -22,7 +22,13 @@ from typing import Any
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case as to_camel
 
-from kiam_eks.settings.public_args import ARGUMENT_SETTINGS, setting_default, setting_field
+from kiam_eks.contracts import tokens
+from kiam_eks.settings.public_args import (
+    ARGUMENT_SETTINGS,
+    KIAM_ARGUMENTS,
+    setting_default,
+    setting_field,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROVIDER_DIR = ROOT / "provider"
@@ -88,11 +94,15 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _default(python_name: str) -> str:
-    key_path = ARGUMENT_SETTINGS.get(python_name)
+def _default(token: str, python_name: str) -> str:
+    """The default of the setting the argument is; a whole section's is in
+    docs/configuration.md, which its description names."""
+    settings = KIAM_ARGUMENTS if token == tokens.KIAM else ARGUMENT_SETTINGS
+    key_path = settings.get(python_name)
     if key_path is None or setting_field(key_path).is_required():
         return ""
-    return f"`{json.dumps(setting_default(key_path))}`"
+    default = setting_default(key_path)
+    return "" if isinstance(default, dict) else f"`{json.dumps(default)}`"
 
 
 def render() -> str:
@@ -113,7 +123,7 @@ def render() -> str:
             kind = _type(prop) + (" (plain)" if prop.get("plain") else "")
             lines.append(
                 f"| `{schema_name}` | {kind} | {'yes' if schema_name in required else 'no'} | "
-                f"{_default(python_name)} | {_cell(prop.get('description', ''))} |"
+                f"{_default(token, python_name)} | {_cell(prop.get('description', ''))} |"
             )
         lines += ["", "### Outputs", "", "| name | type | description |", "|---|---|---|"]
         for schema_name, prop in resource.get("properties", {}).items():
@@ -125,7 +135,9 @@ def render() -> str:
         "A plain argument must be known when the program runs (a literal or config value, not",
         "another resource's output); every other argument may be an output. Invalid plain",
         "arguments stop the program before anything is registered, each named with the stack",
-        "setting whose rule it follows.",
+        "setting whose rule it follows. `Kiam`'s sections (`nodeGroup`, `server`, `applications`...)",
+        "are the stack settings' mappings as the stack file spells them, with their defaults and",
+        "rules: docs/configuration.md.",
         "",
     ]
     return "\n".join(lines)

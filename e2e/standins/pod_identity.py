@@ -180,7 +180,7 @@ def agent_daemon_set(
                 },
             },
         },
-        # The program creates the add-on with `preserve` (program/aws_cloud.py): EKS then leaves
+        # The program creates the add-on with `preserve` (components/aws_cloud.py): EKS then leaves
         # the agent running when the stack stops managing it, as this DaemonSet stays.
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=True)),
     )

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from kiam_eks.components.kiam import KiamArgs, RetiredRoles
+from kiam_eks.components.kiam import Composition, RetiredRoles
 from kiam_eks.contracts import tokens
 from tests.conftest import base_config, run_program
 from tests.safety import assert_frozen_and_keyword_only, stack_settings
@@ -33,7 +33,7 @@ def test_an_association_is_a_child_of_its_role_and_waits_for_the_pod_identity_ag
 
 def test_the_args_are_a_frozen_keyword_only_value() -> None:
     assert_frozen_and_keyword_only(
-        KiamArgs, settings=stack_settings(base_config()), cloud=object(), transition=None
+        Composition, settings=stack_settings(base_config()), cloud=object(), transition=None
     )
 
 

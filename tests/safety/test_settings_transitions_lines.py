@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -102,14 +102,14 @@ def test_a_kiam_used_as_a_component_without_a_last_update_has_nothing_to_roll() 
     """`Kiam` built by a program of its own, with no transition: its first update, so a
     retirement has no running agents to roll and registers no patch."""
     from kiam_eks.components.kiam import Kiam, KiamArgs
-    from kiam_eks.program.aws_cloud import AwsCloud
     from kiam_eks.settings.loader import settings_from_values
+    from kiam_eks.settings.public_args import arguments_of
 
     values = {k.removeprefix("kiam:"): v for k, v in base_config().items()}
     settings = settings_from_values({**values, "retire": True}, "test")
 
     def retired() -> None:
-        Kiam("kiam", KiamArgs(settings=settings, cloud=AwsCloud(settings, oidc_issuer=None)))
+        Kiam("kiam", cast(KiamArgs, arguments_of(settings)))
 
     rec = run_component(retired)
     assert rec.by_type(tokens.AGENT_RETIREMENT)

@@ -5,6 +5,7 @@ EKS Pod Identity's associations and agent add-on. `Kiam` uses it unless given an
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -33,6 +34,8 @@ class AwsCloud:
         settings: StackSettings,
         oidc_issuer: pulumi.Input[str] | None,
         cluster_name: pulumi.Input[str] | None = None,
+        *,
+        subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None,
     ) -> None:
         self.settings = settings
         self.oidc_issuer = oidc_issuer
@@ -43,6 +46,13 @@ class AwsCloud:
         """What every resource naming the cluster names: `kiam:cluster.name`, or the output of
         the cluster resource a program passed to `Kiam` (its settings then hold a stand-in
         name, `public_args.CLUSTER_NAME_FROM_OUTPUT`, which nothing here reads)."""
+        self.subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]] = (
+            [subnet.id for subnet in settings.node_group.subnets]
+            if subnet_ids is None
+            else subnet_ids
+        )
+        """The server nodes' subnets: `kiam:nodeGroup.subnets`, or the outputs a program passed
+        to `Kiam` (`public_args.SUBNETS_FROM_OUTPUTS` in the settings then, read by nothing)."""
         self.certificate_authority = PulumiTlsAuthority()
 
     def roles(self, name: str, opts: pulumi.ResourceOptions) -> Iam:
@@ -69,6 +79,7 @@ class AwsCloud:
             NodeGroupArgs(
                 cluster_name=self.cluster_name,
                 kubernetes_version=s.cluster.kubernetes_version,
+                subnet_ids=self.subnet_ids,
                 settings=s.node_group,
                 node_role_arn=roles.node_role_arn,
                 node_role_policies=roles.node_role_policies,

@@ -28,7 +28,12 @@ from kiam_eks.components.namespace_permissions import NamespacePermissions, Name
 from kiam_eks.components.server import Server, ServerArgs
 from kiam_eks.components.tls import Tls, TlsArgs
 from kiam_eks.contracts import names, tokens
-from kiam_eks.settings.public_args import ArgumentsError, checked_cluster_name, kiam_settings
+from kiam_eks.settings.public_args import (
+    ArgumentsError,
+    checked_cluster_name,
+    checked_subnet_ids,
+    kiam_settings,
+)
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.settings.transitions import Transition, first_update
 from kiam_eks.specs import alert_rules, iam_policies
@@ -45,8 +50,10 @@ class KiamArgs(TypedDict):
     """AWS region of the cluster (`kiam:cluster.region`): kiam's regional STS endpoint and the partition of every ARN."""
     kubernetes_version: str
     """The cluster's Kubernetes minor version, such as `1.33`: the server nodes run it (`kiam:cluster.kubernetesVersion`)."""
-    node_group: dict[str, Any]
-    """The dedicated server node group (`kiam:nodeGroup`): `subnets` in at least two zones, sizes, instance types, taint."""
+    node_group: NotRequired[dict[str, Any]]
+    """The dedicated server node group (`kiam:nodeGroup`): `subnets` in at least two zones (each `{id, zone}`, so that the spread is checked), sizes, instance types, taint."""
+    subnet_ids: NotRequired[pulumi.Input[list[pulumi.Input[str]]]]
+    """Instead of `node_group`'s `subnets`: the subnets' ids, such as a VPC resource's private subnet ids output (checked once known; their zones are not, so give `subnets` with zones to have the spread over two zones checked)."""
     oidc_issuer: NotRequired[pulumi.Input[str]]
     """The cluster's OIDC issuer URL, needed only by applications served through IRSA: such as the cluster resource's `identities[0].oidcs[0].issuer` output."""
     cluster_domain: NotRequired[str]
@@ -150,10 +157,15 @@ class Kiam(pulumi.ComponentResource):
         source = f"Kiam {name!r}"
         settings = kiam_settings(source, dict(args))
         cluster_name = args["cluster_name"]
-        if cloud is not None and not isinstance(cluster_name, str):
-            # A cloud side given here reads the cluster's name from the settings.
+        subnet_ids = args.get("subnet_ids")
+        subnets_known = subnet_ids is None or (
+            isinstance(subnet_ids, list) and all(isinstance(i, str) for i in subnet_ids)
+        )
+        if cloud is not None and not (isinstance(cluster_name, str) and subnets_known):
+            # A cloud side given here reads the cluster's name and the subnets from the settings.
             raise ArgumentsError(
-                source, ["cluster_name: must be a string when a cloud side is given"]
+                source,
+                ["cluster_name, subnet_ids: must be known values when a cloud side is given"],
             )
         super().__init__(tokens.KIAM, name, None, opts)
         if cloud is None:
@@ -162,7 +174,10 @@ class Kiam(pulumi.ComponentResource):
 
             # A string was checked with the rest; another resource's output is, once known.
             cloud = AwsCloud(
-                settings, args.get("oidc_issuer"), when_known(cluster_name, checked_cluster_name)
+                settings,
+                args.get("oidc_issuer"),
+                when_known(cluster_name, checked_cluster_name),
+                subnet_ids=None if subnets_known else _subnet_ids_once_known(subnet_ids),
             )
         self._compose(name, Composition(settings=settings, cloud=cloud, transition=transition))
 
@@ -408,6 +423,12 @@ class Kiam(pulumi.ComponentResource):
                 child,
             )
         return roles
+
+
+def _subnet_ids_once_known(subnet_ids: Any) -> pulumi.Output[list[str]]:
+    """Subnet ids another resource computes, checked once known (`checked_subnet_ids`)."""
+    known: pulumi.Output[list[str]] = pulumi.Output.from_input(subnet_ids)
+    return known.apply(checked_subnet_ids)
 
 
 @dataclass(frozen=True)

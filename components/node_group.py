@@ -24,8 +24,10 @@ class NodeGroupArgs:
     """The EKS cluster the group joins (another resource's output, or `kiam:cluster.name`)."""
     kubernetes_version: str
     """Kubernetes minor version of the nodes; bump it after a control-plane upgrade."""
+    subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
+    """The nodes' subnets (another resource's outputs, or `kiam:nodeGroup.subnets`' ids)."""
     settings: NodeGroupSettings
-    """Sizes, subnets, instance types, taint."""
+    """Sizes, instance types, taint."""
     node_role_arn: pulumi.Input[str]
     """Instance role of the nodes."""
     node_role_policies: Sequence[pulumi.Resource]
@@ -77,7 +79,7 @@ class ServerNodeGroup(pulumi.ComponentResource):
             # A prefix, never a fixed name: a replacement group must coexist with the old one.
             node_group_name_prefix="kiam-server-",
             node_role_arn=args.node_role_arn,
-            subnet_ids=[subnet.id for subnet in s.subnets],
+            subnet_ids=args.subnet_ids,
             instance_types=list(s.instance_types),
             capacity_type=s.capacity_type,
             ami_type=s.ami_type,

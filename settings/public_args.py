@@ -74,12 +74,15 @@ KIAM_ARGUMENTS: dict[str, str] = {
 # Settings that are not arguments of `Kiam`: how this repository's program makes its own
 # Kubernetes provider (a program using `Kiam` passes its provider in the resource options).
 PROGRAM_SETTINGS = ("kubeconfig", "cluster.kubernetesAuth")
-# The arguments of `Kiam` that are no setting: another resource's output, used as it is.
-KIAM_INPUTS = ("oidc_issuer",)
-# What the settings hold for a cluster name given as another resource's output: a name the
-# setting's rule accepts, read by nothing (the cloud side names the cluster by the output, checked
-# once known: `checked_cluster_name`); tests/test_kiam_args.py proves no resource receives it.
+# The arguments of `Kiam` that are no setting: another resource's outputs, used as they are
+# (`subnet_ids` stands for `node_group.subnets`, whose ids it gives).
+KIAM_INPUTS = ("oidc_issuer", "subnet_ids")
+# What the settings hold for a cluster name, or subnet ids, given as another resource's outputs:
+# values the settings' rules accept, read by nothing (the cloud side uses the outputs, checked
+# once known: `checked_cluster_name`, `checked_subnet_ids`); tests/test_kiam_args.py proves no
+# resource receives them.
 CLUSTER_NAME_FROM_OUTPUT = "cluster-name-from-an-output"
+SUBNETS_FROM_OUTPUTS = ({"id": "subnet-00000000"}, {"id": "subnet-00000001"})
 _ARGUMENT_OF = {key_path: argument for argument, key_path in KIAM_ARGUMENTS.items()}
 _SETTING_MENTION = re.compile(r"kiam:(\w+)(?:\.(\w+))?")
 
@@ -105,6 +108,15 @@ def kiam_settings(source: str, args: Mapping[str, Any]) -> StackSettings:
             values[section][key] = value
         else:
             values[section] = value
+    subnet_ids = args.get("subnet_ids")
+    if subnet_ids is not None:
+        node_group = values.get("nodeGroup")
+        if isinstance(node_group, Mapping) and "subnets" in node_group:
+            problems.append("subnet_ids: give the subnets here or as node_group.subnets, not both")
+        elif isinstance(node_group, Mapping) or node_group is None:
+            known = isinstance(subnet_ids, list) and all(isinstance(i, str) for i in subnet_ids)
+            subnets = [{"id": i} for i in subnet_ids] if known else list(SUBNETS_FROM_OUTPUTS)
+            values["nodeGroup"] = {**(node_group or {}), "subnets": subnets}
     try:
         settings = StackSettings.model_validate(values)
     except ValidationError as error:
@@ -133,6 +145,20 @@ def checked_cluster_name(value: str) -> str:
     if problem is not None:
         raise ArgumentsError("Kiam", [f"cluster_name: {_in_argument_terms(problem)}"])
     return value
+
+
+def checked_subnet_ids(values: list[str]) -> list[str]:
+    """Subnet ids known only once another resource is created: `values` if the setting's rule
+    accepts them (two at least, each an id, none twice); otherwise raises, naming the argument.
+    Their zones are not known here, so that the servers span two is not checked."""
+    _, problem = _check("nodeGroup.subnets", [{"id": value} for value in values])
+    problems = [] if problem is None else [f"subnet_ids: {_in_argument_terms(problem)}"]
+    duplicates = sorted({value for value in values if values.count(value) > 1})
+    if duplicates:
+        problems.append(f"subnet_ids: lists {', '.join(duplicates)} more than once")
+    if problems:
+        raise ArgumentsError("Kiam", problems)
+    return values
 
 
 def _in_argument_terms(problem: str) -> str:

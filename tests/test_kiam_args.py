@@ -6,6 +6,7 @@ given it; a mistake is refused, named by the argument, before anything is regist
 from __future__ import annotations
 
 import json
+import re
 import runpy
 from typing import Any, cast
 
@@ -20,6 +21,7 @@ from kiam_eks.settings.public_args import (
     KIAM_ARGUMENTS,
     KIAM_INPUTS,
     PROGRAM_SETTINGS,
+    SUBNETS_FROM_OUTPUTS,
     arguments_of,
     kiam_settings,
 )
@@ -82,11 +84,17 @@ def test_every_setting_is_an_argument_or_the_programs_own() -> None:
 
 
 def build(
-    settings: StackSettings, cluster_name: pulumi.Input[str], issuer: pulumi.Input[str]
+    settings: StackSettings,
+    cluster_name: pulumi.Input[str],
+    issuer: pulumi.Input[str],
+    subnet_ids: pulumi.Input[list[pulumi.Input[str]]] | None = None,
 ) -> Recording:
     args = cast(KiamArgs, arguments_of(settings))
     args["cluster_name"] = cluster_name
     args["oidc_issuer"] = issuer
+    if subnet_ids is not None:
+        args["node_group"] = {k: v for k, v in args["node_group"].items() if k != "subnets"}
+        args["subnet_ids"] = subnet_ids
     return run_component(lambda: Kiam("kiam", args))
 
 
@@ -108,18 +116,28 @@ OUTPUT_CASES = [
 
 
 @pytest.mark.parametrize("case", OUTPUT_CASES)
-def test_a_cluster_name_and_issuer_given_as_outputs_make_exactly_the_same_resources(
+def test_a_cluster_name_issuer_and_subnets_given_as_outputs_make_exactly_the_same_resources(
     case: str,
 ) -> None:
     """Every resource naming the cluster (the node group and its launch template, the roles'
-    descriptions and Pod Identity trusts, the chain roles, the associations and the add-on) gets
-    what the string would have given it, and none the stand-in name the settings hold."""
+    descriptions and Pod Identity trusts, the chain roles, the associations and the add-on) or
+    the subnets gets what the strings would have given it, and none the stand-ins the settings
+    hold."""
     settings = settings_of(CONFIGS[case])
     name = settings.cluster.name
+    ids = [subnet.id for subnet in settings.node_group.subnets]
     as_strings = build(settings, name, ISSUER)
-    as_outputs = build(settings, pulumi.Output.from_input(name), pulumi.Output.from_input(ISSUER))
+    as_outputs = build(
+        settings,
+        pulumi.Output.from_input(name),
+        pulumi.Output.from_input(ISSUER),
+        pulumi.Output.from_input([pulumi.Output.from_input(i) for i in ids]),
+    )
     assert registered(as_outputs) == registered(as_strings)
-    assert CLUSTER_NAME_FROM_OUTPUT not in json.dumps(registered(as_outputs))
+    placeholders = [CLUSTER_NAME_FROM_OUTPUT, *(s["id"] for s in SUBNETS_FROM_OUTPUTS)]
+    # Each as a whole JSON string: a subnet id of the test stacks may start like one.
+    inputs = [each[3] for each in registered(as_outputs)]
+    assert [p for p in placeholders if any(json.dumps(p) in i for i in inputs)] == []
 
 
 def test_the_resources_that_name_the_cluster_name_the_output() -> None:
@@ -153,6 +171,27 @@ def test_a_cluster_name_output_is_checked_once_known() -> None:
         build(settings, pulumi.Output.from_input("bad name"), ISSUER)
 
 
+@pytest.mark.parametrize(
+    ("ids", "problem"),
+    [
+        (["subnet-0aaa1111"], "subnet_ids: List should have at least 2 items after validation"),
+        (["subnet-0aaa1111", "subnet-1"], "subnet_ids: 'subnet-1' is not a subnet id"),
+        (["subnet-0aaa1111", "subnet-0aaa1111"], "subnet_ids: lists subnet-0aaa1111 more than"),
+    ],
+)
+def test_subnet_ids_given_as_outputs_are_checked_once_known(ids: list[str], problem: str) -> None:
+    settings = settings_of(base_config())
+    with pytest.raises(Exception, match=re.escape(problem)):
+        build(settings, settings.cluster.name, ISSUER, pulumi.Output.from_input(ids))
+
+
+def test_subnet_ids_given_as_strings_are_the_node_groups_subnets() -> None:
+    args = {k: v for k, v in ARGS.items() if k != "node_group"}
+    ids = ["subnet-0aaa1111", "subnet-0bbb2222"]
+    recording = run_component(lambda: Kiam("kiam", cast(KiamArgs, {**args, "subnet_ids": ids})))
+    assert recording.one(tokens.NODE_GROUP).inputs["subnetIds"] == ids
+
+
 def test_a_cloud_side_given_needs_the_cluster_name_as_a_string() -> None:
     args = cast(KiamArgs, arguments_of(settings_of(base_config())))
     args["cluster_name"] = pulumi.Output.from_input("payments-eks")
@@ -160,7 +199,7 @@ def test_a_cloud_side_given_needs_the_cluster_name_as_a_string() -> None:
         run_component(lambda: Kiam("kiam", args, cloud=cast(Any, object())))
     assert str(refused.value) == (
         "Kiam 'kiam': invalid arguments (1 problem):\n"
-        "  - cluster_name: must be a string when a cloud side is given"
+        "  - cluster_name, subnet_ids: must be known values when a cloud side is given"
     )
 
 
@@ -187,7 +226,7 @@ ARGS = {
                 "clusterName: is not an argument of Kiam (allowed: account_id, adoption, agent, "
                 "applications, cluster_domain, cluster_name, existing_permitted, iam, "
                 "kubernetes_version, monitoring, namespace, node_group, oidc_issuer, "
-                "pod_identity_agent, region, retire, server, tls)",
+                "pod_identity_agent, region, retire, server, subnet_ids, tls)",
                 "cluster_name: is required",
                 "node_group: is required",
             ],
@@ -200,6 +239,10 @@ ARGS = {
                 "set with `pulumi config set --path --type string kiam:cluster.accountId <id>`",
                 "region: 'mars-1' is not an AWS region such as eu-west-1",
             ],
+        ),
+        (
+            {"subnet_ids": ["subnet-0ccc3333", "subnet-0ddd4444"]},
+            ["subnet_ids: give the subnets here or as node_group.subnets, not both"],
         ),
         (
             {"node_group": {"subnets": [{"id": "subnet-1"}], "minSize": 2}},

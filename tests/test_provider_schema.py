@@ -80,7 +80,7 @@ def test_values_other_resources_compute_are_inputs_and_the_settings_plain() -> N
         for token, resource in resources.items()
     }
     assert not_plain == {
-        tokens.KIAM: {"clusterName", "oidcIssuer"},
+        tokens.KIAM: {"clusterName", "oidcIssuer", "subnetIds"},
         tokens.KIAM_KUBERNETES: {
             "nodeGroupName",
             "serverRoleArn",

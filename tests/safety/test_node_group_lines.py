@@ -16,6 +16,7 @@ def test_the_args_are_a_frozen_keyword_only_value() -> None:
         NodeGroupArgs,
         cluster_name="test",
         kubernetes_version="1.33",
+        subnet_ids=[subnet.id for subnet in settings.subnets],
         settings=settings,
         node_role_arn="arn:aws:iam::111122223333:role/node",
         node_role_policies=[],

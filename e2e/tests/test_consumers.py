@@ -5,8 +5,9 @@ package installed by pip into a fresh virtualenv), each run by the real CLI and 
 control plane whose dedicated nodes, roles and certificates were made elsewhere. The git URL is a
 clean checkout committed and tagged here, served over HTTPS by a git server on 127.0.0.1 (reached
 as `git.kiam-eks.test` through `HTTPS_PROXY`: e2e/harness/git_server.py says why) that lives only
-as long as that `pulumi package add`. Each installs kiam's Kubernetes side (`KiamKubernetes`: no
-AWS or TLS resource, which this machine cannot run) to Ready servers on the dedicated nodes and
+as long as that `pulumi package add`. The engine serves both public components' schema; each
+example installs kiam's Kubernetes side (`KiamKubernetes`: no AWS or TLS resource, which this
+machine cannot run, unlike `Kiam`) to Ready servers on the dedicated nodes and
 Ready agents everywhere else, agents only after the servers; a second `up` changes nothing; a
 destroy removes it before the next language installs."""
 
@@ -40,7 +41,7 @@ from e2e.harness.pulumi import PulumiStack, Result, read_event_log
 from e2e.harness.shape import shape_of
 from e2e.harness.toolchain import REPO
 from e2e.tests.conftest import REPORT, fresh_environment
-from kiam_eks.contracts import labels
+from kiam_eks.contracts import labels, tokens
 from kiam_eks.settings.loader import settings_from_stack_file, stack_file_for
 from tools.package_layout import package_dirs
 
@@ -182,7 +183,7 @@ def test_the_engine_serves_the_committed_schema(cluster: Cluster) -> None:
     # The CLI prints the schema it bound (it adds `config`, drops empty sections and the
     # descriptions the provider repeats on a map's items): the public API must be the same.
     assert _public_api(served) == _public_api(committed)
-    assert set(served["resources"]) == {"kiam:index:KiamKubernetes"}
+    assert set(served["resources"]) == {tokens.KIAM, tokens.KIAM_KUBERNETES}
 
 
 def _public_api(schema: dict[str, Any]) -> dict[str, Any]:

@@ -229,6 +229,10 @@ class Kiam(pulumi.ComponentResource):
             applications = pulumi.Output.all(self.retirement.done, applications).apply(
                 lambda done_and_applications: done_and_applications[1]
             )
+        self.application_outputs = applications
+        """`applications` as the program exports it: a mapping of each application's values
+        (outside a retirement), so that a preview shows every value known so far; as one
+        output (`applications`) it is unknown while any of them is."""
         self.applications = pulumi.Output.from_input(applications)
         self.register_outputs(
             {}

@@ -75,7 +75,7 @@ def export_outputs(
         pulumi.export(names.SERVER_ADDRESS_OUTPUT, kiam.server_address)
         pulumi.export("namespace", settings.namespace.name)
     # Each application's access: known once a retirement's roll is done (components/kiam.py).
-    pulumi.export("applications", kiam.applications)
+    pulumi.export("applications", kiam.application_outputs)
     previous = transition.previous if transition is not None else None
     leaves = installed.installed_by(settings, previous).to_output()
     # Recorded only once the rollouts (and a retirement's roll) are done: an update that fails

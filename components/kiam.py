@@ -33,6 +33,7 @@ from kiam_eks.settings.public_args import (
     checked_cluster_name,
     checked_subnet_ids,
     kiam_settings,
+    subnet_ids_known,
 )
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.settings.transitions import Transition, first_update
@@ -158,9 +159,7 @@ class Kiam(pulumi.ComponentResource):
         settings = kiam_settings(source, dict(args))
         cluster_name = args["cluster_name"]
         subnet_ids = args.get("subnet_ids")
-        subnets_known = subnet_ids is None or (
-            isinstance(subnet_ids, list) and all(isinstance(i, str) for i in subnet_ids)
-        )
+        subnets_known = subnet_ids is None or subnet_ids_known(subnet_ids)
         if cloud is not None and not (isinstance(cluster_name, str) and subnets_known):
             # A cloud side given here reads the cluster's name and the subnets from the settings.
             raise ArgumentsError(

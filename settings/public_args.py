@@ -114,7 +114,7 @@ def kiam_settings(source: str, args: Mapping[str, Any]) -> StackSettings:
         if isinstance(node_group, Mapping) and "subnets" in node_group:
             problems.append("subnet_ids: give the subnets here or as node_group.subnets, not both")
         elif isinstance(node_group, Mapping) or node_group is None:
-            known = isinstance(subnet_ids, list) and all(isinstance(i, str) for i in subnet_ids)
+            known = subnet_ids_known(subnet_ids)
             subnets = [{"id": i} for i in subnet_ids] if known else list(SUBNETS_FROM_OUTPUTS)
             values["nodeGroup"] = {**(node_group or {}), "subnets": subnets}
     try:
@@ -136,6 +136,12 @@ def arguments_of(settings: StackSettings) -> dict[str, Any]:
             value = value[part]
         arguments[argument] = value
     return arguments
+
+
+def subnet_ids_known(subnet_ids: Any) -> bool:
+    """Whether `subnet_ids` (the argument) holds plain strings, checked with the other settings,
+    rather than another resource's outputs, checked once known (`checked_subnet_ids`)."""
+    return isinstance(subnet_ids, list) and all(isinstance(i, str) for i in subnet_ids)
 
 
 def checked_cluster_name(value: str) -> str:

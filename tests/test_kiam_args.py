@@ -24,6 +24,7 @@ from kiam_eks.settings.public_args import (
     SUBNETS_FROM_OUTPUTS,
     arguments_of,
     kiam_settings,
+    subnet_ids_known,
 )
 from kiam_eks.settings.stack import StackSettings
 from tests import guarantee_views as g
@@ -201,6 +202,30 @@ def test_a_cloud_side_given_needs_the_cluster_name_as_a_string() -> None:
         "Kiam 'kiam': invalid arguments (1 problem):\n"
         "  - cluster_name, subnet_ids: must be known values when a cloud side is given"
     )
+
+
+def test_a_cloud_side_given_needs_the_subnet_ids_as_strings() -> None:
+    args = cast(KiamArgs, {k: v for k, v in ARGS.items() if k != "node_group"})
+    args["subnet_ids"] = [pulumi.Output.from_input("subnet-0aaa1111"), "subnet-0bbb2222"]
+    with pytest.raises(ArgumentsError) as refused:
+        run_component(lambda: Kiam("kiam", args, cloud=cast(Any, object())))
+    assert str(refused.value) == (
+        "Kiam 'kiam': invalid arguments (1 problem):\n"
+        "  - cluster_name, subnet_ids: must be known values when a cloud side is given"
+    )
+
+
+@pytest.mark.parametrize(
+    ("subnet_ids", "known"),
+    [
+        (["subnet-0aaa1111", "subnet-0bbb2222"], True),
+        ([], True),
+        (["subnet-0aaa1111", pulumi.Output.from_input("subnet-0bbb2222")], False),
+        (pulumi.Output.from_input(["subnet-0aaa1111", "subnet-0bbb2222"]), False),
+    ],
+)
+def test_subnet_ids_are_known_only_as_a_list_of_strings(subnet_ids: Any, known: bool) -> None:
+    assert subnet_ids_known(subnet_ids) is known
 
 
 ARGS = {

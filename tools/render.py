@@ -126,7 +126,8 @@ def render(recording: Recording) -> Plan:
             "type": r.type,
             "name": r.name,
             "parent": r.parent,
-            "dependencies": list(r.dependencies),
+            # A set to the engine; its order is the order the dependencies resolved in.
+            "dependencies": sorted(r.dependencies),
             "inputs": redacted_inputs(r),
         }
         # Registration order varies from run to run (registrations are asynchronous).

@@ -147,6 +147,54 @@ def test_the_command_line_plan_validates_in_a_second_process() -> None:
     )
 
 
+def test_the_command_line_plan_ends_with_its_files_written_and_its_output_flushed(
+    tmp_path: Path,
+) -> None:
+    """The command line skips the interpreter's teardown (`exit_now`): what it printed and wrote
+    is all there, the same as the plan run in this process writes."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--stack", "dev", "--out", str(tmp_path / "cli")],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("manifests and 2 IAM roles.\n")
+    assert main(["--stack", "dev", "--out", str(tmp_path / "here"), "--no-validate"]) == 0
+    written = {
+        path.relative_to(tmp_path / "here"): path.read_text()
+        for path in sorted((tmp_path / "here").rglob("*"))
+        if path.is_file()
+    }
+    assert written
+    assert {
+        path.relative_to(tmp_path / "cli"): path.read_text()
+        for path in sorted((tmp_path / "cli").rglob("*"))
+        if path.is_file()
+    } == written
+
+
+def test_the_command_line_plan_counts_the_objects_validated_against_the_crds(
+    tmp_stack: Callable[[Any], Path],
+) -> None:
+    """The forked validators' process says which manifests its CRD schemas validated: the two
+    ServiceMonitors and the PrometheusRule (tests/test_monitoring.py)."""
+    path = tmp_stack(base_config(monitoring={"enabled": True, "labels": {"release": "p"}}))
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--config-file", str(path)],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "✓ 15 manifests valid (Kubernetes 1.33; 3 against the Prometheus Operator's CRDs, strict)"
+        in result.stdout
+    )
+
+
 def retired_dev_stack() -> dict[str, Any]:
     """The dev example on three nodes with one application moved to Pod Identity, retiring kiam."""
     config = yaml.safe_load((PROJECT_DIR / "stacks" / "Pulumi.dev.yaml").read_text())["config"]

@@ -17,18 +17,21 @@ import argparse
 import contextlib
 import json
 import multiprocessing
+import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from kiam_eks.contracts import tokens
 from kiam_eks.invariants import check_all
 from kiam_eks.invariants.recorded import resources_from_recording
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from kiam_eks.settings.base import UNDECRYPTED_SECRET
+from kiam_eks.settings.cluster import ClusterSettings
 from kiam_eks.settings.installed import LastUpdate
 from kiam_eks.settings.loader import stack_name_of
 from kiam_eks.settings.stack import StackSettings
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         plan = render(recording)
         violations = check_all(resources_from_recording(recording))
-        findings, schemas = validator(plan, settings.cluster)
+        validated = validator(plan, settings.cluster)
 
     if args.diff:
         result = diff_plans(read_plan_dir(args.diff), plan.files())
@@ -131,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             _section(
                 "Validators",
-                [f"✗ {f}" for f in findings]
+                [f"✗ {f}" for f in validated.findings]
                 or [
-                    f"✓ {len(plan.manifests)} manifests valid ({_schema_note(settings.cluster.kubernetes_version, schemas)}{_crd_note(plan)}, strict{_patch_note(plan)})",
+                    f"✓ {len(plan.manifests)} manifests valid ({_schema_note(settings.cluster.kubernetes_version, validated.schemas)}{_crd_note(validated.custom)}, strict{_patch_note(plan)})",
                     f"✓ {len(plan.iam)} IAM roles lint clean (parliament)",
                 ],
             )
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             f"\nWrote {args.out}/resources.json, {len(plan.manifests)} manifests and {len(plan.iam)} IAM roles."
         )
     unordered = [edge for edge in edges if edge.problem is not None]
-    return EXIT_FAILED if violations or findings or unordered else EXIT_OK
+    return EXIT_FAILED if violations or validated.findings or unordered else EXIT_OK
 
 
 def _base_update(plan_dir: Path) -> LastUpdate:
@@ -164,10 +167,8 @@ def _schema_note(kubernetes_version: str, schemas: str) -> str:
     return f"Kubernetes {kubernetes_version} with the {nearest} schemas, the nearest kubernetes-validate ships"
 
 
-def _crd_note(plan: Any) -> str:
+def _crd_note(custom: list[str]) -> str:
     """How many manifests were validated against a vendored CRD instead (tools/crds)."""
-    schemas = validate.custom_resource_schemas()
-    custom = [m for m in plan.manifests.values() if (m["apiVersion"], m["kind"]) in schemas]
     return f"; {len(custom)} against the Prometheus Operator's CRDs" if custom else ""
 
 
@@ -185,8 +186,33 @@ def _secret_keys(config: dict[str, Any]) -> list[str]:
     return [k for k, v in config.items() if UNDECRYPTED_SECRET in json.dumps(v)]
 
 
-Validator = Callable[[Any, Any], tuple[list[Any], str]]
-"""(plan, cluster settings) -> (the findings, the Kubernetes schema version validated against)"""
+@dataclass(frozen=True)
+class Validation:
+    """What the validators said of one plan."""
+
+    findings: list[validate.Finding]
+    schemas: str
+    """The Kubernetes schema version the manifests were validated against."""
+    custom: list[str]
+    """The manifests validated against a vendored CRD instead (`tools/crds`)."""
+
+
+def validation(
+    manifests: dict[str, dict[str, Any]],
+    iam: dict[str, dict[str, Any]],
+    cluster: ClusterSettings,
+    patches: Collection[str],
+) -> Validation:
+    """Both validators on one rendered plan, in the process that has loaded them."""
+    return Validation(
+        findings=validate.validate_plan(manifests, iam, cluster, patches),
+        schemas=validate.kubernetes_schema_version(cluster.kubernetes_version),
+        custom=validate.custom_resource_manifests(manifests),
+    )
+
+
+Validator = Callable[[Any, ClusterSettings], Validation]
+"""(plan, cluster settings) -> what the validators said of it"""
 
 
 @contextlib.contextmanager
@@ -195,28 +221,22 @@ def _validator_process(enabled: bool, kubernetes_version: str) -> Iterator[Valid
 
     Loading them (parliament parses ~10 MB of IAM definitions) costs about as much as the
     program run itself; on a machine with two cores the two overlap instead of adding up.
-    The process is forked before the cloud SDKs are imported, so it carries none of their state.
+    The process is forked before the cloud SDKs are imported, so it carries none of their state,
+    and it answers everything the plan asks of the validators, so this one loads none of them.
     """
     if not enabled:
-        yield lambda plan, cluster: ([], "")
+        yield lambda plan, cluster: Validation(findings=[], schemas="", custom=[])
         return
     # Forking is safe only while this process has one thread (always so for the command line;
     # not inside a test runner that already ran the SDK): otherwise validate here, afterwards.
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        yield lambda plan, cluster: (
-            validate.validate_plan(plan.manifests, plan.iam, cluster, plan.patches),
-            validate.kubernetes_schema_version(cluster.kubernetes_version),
-        )
+        yield lambda plan, cluster: validation(plan.manifests, plan.iam, cluster, plan.patches)
         return
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         pool.submit(validate.preload, kubernetes_version)
-        yield lambda plan, cluster: (
-            pool.submit(
-                validate.validate_plan, plan.manifests, plan.iam, cluster, plan.patches
-            ).result(),
-            # Asked of the second process too: it has loaded the validator already.
-            pool.submit(validate.kubernetes_schema_version, cluster.kubernetes_version).result(),
-        )
+        yield lambda plan, cluster: pool.submit(
+            validation, plan.manifests, plan.iam, cluster, plan.patches
+        ).result()
 
 
 def _section(title: str, lines: list[str]) -> str:
@@ -382,5 +402,16 @@ def write(plan: Any, out: Path) -> None:
         (out / relative).write_text(text)
 
 
+def exit_now(code: int) -> NoReturn:
+    """End the process with `code` once the output is out, skipping the interpreter's teardown.
+
+    Tearing down the cloud SDKs' modules (hundreds of generated classes) takes a process 0.55 s
+    after its work is done (docs/performance.md): the plan has closed every file it wrote and
+    joined its validators' process, so what is left for the teardown to free, the OS frees."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -9,6 +9,7 @@ Every measurement is a fresh process (what a user or CI pays), repeated; medians
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import platform
 import statistics
@@ -34,6 +35,9 @@ apps.v1.Deployment, apps.v1.DaemonSet, core.v1.Secret, core.v1.Service, core.v1.
 core.v1.Namespace, policy.v1.PodDisruptionBudget, rbac.v1.ClusterRole, rbac.v1.ClusterRoleBinding
 pulumi_tls.PrivateKey, pulumi_tls.LocallySignedCert
 """
+# The same imports in a process that then ends as the plan's command line does (`exit_now`),
+# without the interpreter's teardown: what importing the SDKs alone costs.
+IMPORT_ONLY_FLOOR = FLOOR + "import os; os._exit(0)\n"
 
 
 def _time(command: list[str]) -> float:
@@ -45,7 +49,11 @@ def _time(command: list[str]) -> float:
 def measure(runs: int) -> list[tuple[str, float]]:
     python = sys.executable
     stacks = example_stacks(PROJECT_DIR)
-    cases = [("import floor (SDK classes the program uses)", [python, "-c", FLOOR])]
+    compile_project()
+    cases = [
+        ("import floor (SDK classes the program uses)", [python, "-c", FLOOR]),
+        ("import floor without the teardown", [python, "-c", IMPORT_ONLY_FLOOR]),
+    ]
     for stack in stacks:
         cases.append(
             (f"plan {stack} (with validators)", [python, "-m", "tools.plan", "--stack", stack])
@@ -57,20 +65,41 @@ def measure(runs: int) -> list[tuple[str, float]]:
             )
         )
     _time(cases[0][1])  # warm the OS file cache once, so the first case is not penalised
-    return [(label, statistics.median(_time(cmd) for _ in range(runs))) for label, cmd in cases]
+    # Round by round, every case once per round: a shared machine's load drifts over a
+    # measurement, and timing all the floor's runs before all the plans' would put that drift
+    # into the ratio.
+    times: dict[str, list[float]] = {label: [] for label, _ in cases}
+    for _ in range(runs):
+        for label, command in cases:
+            times[label].append(_time(command))
+    return [(label, statistics.median(times[label])) for label, _ in cases]
+
+
+def compile_project() -> None:
+    """Write the bytecode of this project's modules, as Python does on their first import and
+    pip on installing a package. An environment with PYTHONDONTWRITEBYTECODE set (this machine's
+    is) would otherwise compile them again in every measured process, while the SDKs' bytecode,
+    written by pip, is read: not what a user's second plan pays."""
+    import kiam_eks
+
+    for folder in (Path(kiam_eks.__file__).parent, PROJECT_DIR / "tools"):
+        compileall.compile_dir(folder, quiet=1)
 
 
 def report(results: list[tuple[str, float]], runs: int) -> str:
-    floor = results[0][1]
+    floor, imports_alone = results[0][1], results[1][1]
     rows = "\n".join(
-        f"| {label} | {seconds:.2f} s | {seconds / floor:.2f}x |" for label, seconds in results
+        f"| {label} | {seconds:.2f} s | {seconds / floor:.2f}x | {seconds / imports_alone:.2f}x |"
+        for label, seconds in results
     )
     cpu = _cpu()
     return (
-        f"Median of {runs} fresh-process runs each, measured by `make bench` "
-        f"(`python -m tools.bench --runs {runs}`).\n\n"
+        f"Median of {runs} fresh-process runs each, the cases taking turns, measured by "
+        f"`make bench` (`python -m tools.bench --runs {runs}`).\n\n"
         f"Machine: {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, {platform.system()} {platform.machine()}.\n\n"
-        "| what | median | vs floor |\n|---|---|---|\n" + rows + "\n"
+        "| what | median | vs floor | vs floor without the teardown |\n|---|---|---|---|\n"
+        + rows
+        + "\n"
     )
 
 
@@ -108,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         REPORT.write_text(with_table(REPORT.read_text() if REPORT.exists() else "", text))
     worst = max(seconds for label, seconds in results if "with validators" in label)
-    return 0 if worst <= TARGET_RATIO * results[0][1] else 1
+    # Judged against the floor without the teardown: the plan's command line skips it too, so
+    # against the whole floor the plan would be credited the 0.5 s it does not pay.
+    return 0 if worst <= TARGET_RATIO * results[1][1] else 1
 
 
 if __name__ == "__main__":

@@ -99,17 +99,30 @@ def test_plans_a_kubernetes_version_newer_than_the_validators_schemas_and_says_s
     ) in out
 
 
-def test_invalid_settings_exit_2_with_the_message_and_no_traceback(
-    tmp_stack: Callable[[Any], Path],
-) -> None:
-    path = tmp_stack(base_config(server={"replicas": 1}))
-    result = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--config-file", str(path)],
+def plan_command_line(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m tools.plan ARGS` as users run it: a fresh process."""
+    return subprocess.run(
+        [sys.executable, "-m", "tools.plan", *args],
         cwd=PROJECT_DIR,
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def files_under(folder: Path) -> dict[Path, str]:
+    return {
+        path.relative_to(folder): path.read_text()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_invalid_settings_exit_2_with_the_message_and_no_traceback(
+    tmp_stack: Callable[[Any], Path],
+) -> None:
+    path = tmp_stack(base_config(server={"replicas": 1}))
+    result = plan_command_line("--config-file", str(path))
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == (
@@ -133,13 +146,7 @@ def test_configuration_reference_matches_the_models() -> None:
 
 def test_the_command_line_plan_validates_in_a_second_process() -> None:
     """As users run it: a fresh single-threaded process, so the validators load in a forked one."""
-    result = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--stack", "production"],
-        cwd=PROJECT_DIR,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = plan_command_line("--stack", "production")
     assert result.returncode == 0, result.stderr
     assert (
         "✓ 13 manifests valid (Kubernetes 1.33, strict; 2 patches without required fields, which "
@@ -152,27 +159,13 @@ def test_the_command_line_plan_ends_with_its_files_written_and_its_output_flushe
 ) -> None:
     """The command line skips the interpreter's teardown (`exit_now`): what it printed and wrote
     is all there, the same as the plan run in this process writes."""
-    result = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--stack", "dev", "--out", str(tmp_path / "cli")],
-        cwd=PROJECT_DIR,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = plan_command_line("--stack", "dev", "--out", str(tmp_path / "cli"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.endswith("manifests and 2 IAM roles.\n")
     assert main(["--stack", "dev", "--out", str(tmp_path / "here"), "--no-validate"]) == 0
-    written = {
-        path.relative_to(tmp_path / "here"): path.read_text()
-        for path in sorted((tmp_path / "here").rglob("*"))
-        if path.is_file()
-    }
+    written = files_under(tmp_path / "here")
     assert written
-    assert {
-        path.relative_to(tmp_path / "cli"): path.read_text()
-        for path in sorted((tmp_path / "cli").rglob("*"))
-        if path.is_file()
-    } == written
+    assert files_under(tmp_path / "cli") == written
 
 
 def test_the_command_line_plan_counts_the_objects_validated_against_the_crds(
@@ -181,13 +174,7 @@ def test_the_command_line_plan_counts_the_objects_validated_against_the_crds(
     """The forked validators' process says which manifests its CRD schemas validated: the two
     ServiceMonitors and the PrometheusRule (tests/test_monitoring.py)."""
     path = tmp_stack(base_config(monitoring={"enabled": True, "labels": {"release": "p"}}))
-    result = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--config-file", str(path)],
-        cwd=PROJECT_DIR,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = plan_command_line("--config-file", str(path))
     assert result.returncode == 0, result.stderr
     assert (
         "✓ 15 manifests valid (Kubernetes 1.33; 3 against the Prometheus Operator's CRDs, strict)"

@@ -24,6 +24,7 @@ leaves every other syntax error to Python's compiler, which refuses the same mal
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import warnings
 from dataclasses import dataclass
@@ -77,13 +78,13 @@ class Construct:
 
 def refused(expression: str) -> Construct | None:
     """The first construct of `expression` Go's regexp refuses to compile, or None."""
-    return _Scanner(expression).run().refused
+    return _scan(expression).refused
 
 
 def read_otherwise(expression: str) -> Construct | None:
     """The first construct Go compiles that Python's re refuses or reads differently, or None
     (only meaningful when `refused` found nothing)."""
-    return _Scanner(expression).run().otherwise
+    return _scan(expression).otherwise
 
 
 def compile_problem(expression: str) -> str | None:
@@ -94,7 +95,7 @@ def compile_problem(expression: str) -> str | None:
     Python cannot read Go-only syntax (`\\pL`, `\\Q`, `(?U)`), that is named instead: the value
     may be valid, but this check cannot tell, so it refuses rather than guess.
     """
-    scan = _Scanner(expression).run()
+    scan = _scan(expression)
     if scan.refused is not None:
         return REFUSED.format(scan.refused)
     try:
@@ -106,16 +107,38 @@ def compile_problem(expression: str) -> str | None:
     return None
 
 
+# Remembered per expression: a plan checks each namespace's permitted expression against every
+# application of the namespace, so without it the scan ran once per pair (issue 39: 60,124 scans,
+# 36 of 45 s, for 250 applications). `re.compile`'s own cache is keyed by the translated text,
+# which is what the scan produces.
+@functools.cache
 def python_pattern(expression: str) -> re.Pattern[str]:
     """`expression` compiled by Python as close to Go as Python reads it: Go's `\\z` (end of
     text) as Python's `\\Z`, and `\\d`, `\\w`, `\\s`, `\\b` ASCII-only as in Go. Raises
     `re.error` (or ValueError for contradictory flags) where Python cannot compile it."""
-    python = _Scanner(expression).run().python
+    python = _scan(expression).python
     # Python warns that `[[` or `--` inside a class may change meaning in a future version;
     # today it reads them literally, as Go does.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         return re.compile(python, re.ASCII)
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What one scan of an expression found."""
+
+    refused: Construct | None
+    otherwise: Construct | None
+    python: str
+    """The expression as Python writes it."""
+
+
+@functools.cache
+def _scan(expression: str) -> _Scan:
+    """The scan of `expression`, once per expression (see `python_pattern`)."""
+    scanner = _Scanner(expression).run()
+    return _Scan(scanner.refused, scanner.otherwise, scanner.python)
 
 
 class _RefusedError(Exception):

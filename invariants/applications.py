@@ -5,6 +5,8 @@ no longer serves cannot be assumed through it."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +84,7 @@ def application_reachable(view: KiamView) -> list[Violation]:
         )
     servers = _servers(view)
     assume = _server_statements(view, server_role)
+    admitted_elsewhere = _admitted_elsewhere(apps)
     for app in apps:
         where = app.role.urn if app.role is not None else "stack"
 
@@ -102,7 +105,7 @@ def application_reachable(view: KiamView) -> list[Violation]:
                         f"{kiam.ROLE_BASE_ARN_FLAG}={server.role_base_arn} to {resolved}, "
                         f"not {app.arn}"
                     )
-            for reason in _namespace_problems(view, app, app.arn, apps, servers):
+            for reason in _namespace_problems(view, app, app.arn, admitted_elsewhere, servers):
                 report(reason)
         if app.role is not None:
             for reason in _trust_problems(app, app.role, server_arn):
@@ -161,15 +164,37 @@ def _names_exactly(assume: list[Any], arn: str) -> bool:
     )
 
 
+def _admitted_elsewhere(
+    apps: list[_Application],
+) -> Callable[[str, str, bool], list[str]]:
+    """What a namespace's expression admits of the other namespaces' roles: the same for every
+    application of the namespace, so judged once per namespace and expression (against every
+    other application it is linear in them; once per application it was their square)."""
+
+    @functools.cache
+    def admitted(namespace: str, expression: str, strict: bool) -> list[str]:
+        return [
+            f"namespace {namespace} permits {expression!r}, which also admits {o.arn} "
+            f"of namespace {o.namespace}"
+            for o in apps
+            if o.namespace != namespace and o.arn and kiam.permits(expression, o.arn, strict=strict)
+        ]
+
+    return admitted
+
+
 def _namespace_problems(
-    view: KiamView, app: _Application, arn: str, apps: list[_Application], servers: list[_Server]
+    view: KiamView,
+    app: _Application,
+    arn: str,
+    admitted_elsewhere: Callable[[str, str, bool], list[str]],
+    servers: list[_Server],
 ) -> list[str]:
     """The namespace's regexp admits the role and no role of another namespace's application,
     matched as each server matches (strictly or not); not judged while the flags are unknown."""
     permitted = view.permitted(app.namespace)
     if not permitted:
         return [f"namespace {app.namespace} has no {PERMITTED_ANNOTATION} annotation in this stack"]
-    others = [(o.arn, o.namespace) for o in apps if o.namespace != app.namespace and o.arn]
     strictness = sorted({s.strict for s in servers})
     problems = []
     for expression in permitted:
@@ -188,12 +213,7 @@ def _namespace_problems(
                 problems.append(
                     f"namespace {app.namespace} permits {expression!r}, which does not admit {arn}"
                 )
-            problems += [
-                f"namespace {app.namespace} permits {expression!r}, which also admits {other} "
-                f"of namespace {namespace}"
-                for other, namespace in others
-                if kiam.permits(expression, other, strict=strict)
-            ]
+            problems += admitted_elsewhere(app.namespace, expression, strict)
     return problems
 
 

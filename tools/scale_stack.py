@@ -1,0 +1,96 @@
+"""A stack file shaped like a long-lived multi-tenant kiam cluster, at any size.
+
+    python -m tools.scale_stack --applications 1000 [--namespaces 20] > Pulumi.scale.yaml
+
+The dev example stack's cluster and node group, and `--applications` applications spread over
+`--namespaces` team namespaces, in the proportions issue 39 describes for clusters that ran kiam
+for years: four in five serve a role made elsewhere, named by ARN under its team's path (one in
+eight of those in a second account); one in five is a role the stack creates under the team's
+path; one in ten is moving off kiam (Pod Identity and IRSA in turn). The same arguments always
+give the same file, so a measurement can be repeated. The benchmark (`tools.bench`), the tests
+of IAM's quotas and the real-engine scale scenarios plan from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kiam_eks.settings.loader import read_stack_file
+
+ACCOUNT = "111122223333"  # the dev stack's account
+OTHER_ACCOUNT = "444455556666"
+EXISTING_IN = 5  # four in five roles exist already
+OTHER_ACCOUNT_IN = 8  # one existing role in eight lives in the other account
+MOVING_IN = 10  # one application in ten is moving off kiam
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+BASE_STACK = "stacks/Pulumi.dev.yaml"
+
+
+def team(index: int, namespaces: int) -> str:
+    """The namespace (and team) of application `index`."""
+    return f"team-{index % namespaces:02d}"
+
+
+def application(index: int, namespaces: int) -> dict[str, Any]:
+    """Application `index`'s entry in `kiam:applications`."""
+    namespace = team(index, namespaces)
+    name = f"{namespace}-app-{index:04d}"
+    entry: dict[str, Any] = {"namespace": namespace}
+    if index % EXISTING_IN:
+        account = OTHER_ACCOUNT if (index // EXISTING_IN) % OTHER_ACCOUNT_IN == 0 else ACCOUNT
+        entry["roleArn"] = f"arn:aws:iam::{account}:role/teams/{namespace}/{name}"
+    else:
+        entry["roleName"] = name
+        entry["path"] = f"/kiam-apps/{namespace}/"
+        entry["inlinePolicies"] = {
+            "queue": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": ["sqs:ReceiveMessage", "sqs:DeleteMessage"],
+                        "Resource": f"arn:aws:sqs:eu-west-1:{ACCOUNT}:{name}",
+                    }
+                ],
+            }
+        }
+    if index % MOVING_IN == MOVING_IN - 1:
+        entry["servedBy"] = "kiam+podIdentity" if (index // MOVING_IN) % 2 else "kiam+irsa"
+        entry["serviceAccount"] = name
+    return entry
+
+
+def scale_stack(applications: int, namespaces: int = 20) -> dict[str, Any]:
+    """The stack file's document: the dev stack with `applications` applications."""
+    config = read_stack_file(PROJECT_DIR / BASE_STACK)
+    config["kiam:applications"] = {
+        f"{team(i, namespaces)}-app-{i:04d}": application(i, namespaces)
+        for i in range(applications)
+    }
+    if any(i % MOVING_IN == MOVING_IN - 1 for i in range(applications)):
+        config["kiam:podIdentityAgent"] = {"manageAddon": True}
+    return {"config": config}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.scale_stack", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--applications", type=int, required=True)
+    parser.add_argument("--namespaces", type=int, default=20)
+    args = parser.parse_args(argv)
+    if args.applications < 0 or args.namespaces < 1:
+        parser.error("--applications must be 0 or more and --namespaces 1 or more")
+    yaml.safe_dump(
+        scale_stack(args.applications, args.namespaces), sys.stdout, sort_keys=False, width=100
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

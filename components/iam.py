@@ -13,6 +13,7 @@ import pulumi_aws as aws
 from kiam_eks.components.known import when_known
 from kiam_eks.contracts import names, tokens
 from kiam_eks.contracts.iam import EKS_NODE_MANAGED_POLICIES, managed_policy_arn
+from kiam_eks.settings import server_permission
 from kiam_eks.settings.cluster import ClusterSettings
 from kiam_eks.settings.iam import IamSettings
 from kiam_eks.specs import iam_policies
@@ -34,6 +35,9 @@ class IamArgs:
     its own pattern."""
     existing_role_arns: Sequence[str] = ()
     """Existing roles applications name (`roleArn`): the server may assume each exactly."""
+    previous_server_permission: Sequence[Sequence[str]] | None = None
+    """How the last update laid the server's permission over its documents (the installed
+    facts), so that this one moves nothing from one document to another."""
 
 
 class Iam(pulumi.ComponentResource):
@@ -49,6 +53,9 @@ class Iam(pulumi.ComponentResource):
     """kiam's `--role-base-arn`."""
     application_role_patterns: list[str]
     """The ARN patterns the server may assume."""
+    server_permission: list[list[str]]
+    """`application_role_patterns` as laid over the server role's inline policy (first) and
+    its customer managed policies."""
     node_role_arn: pulumi.Output[str]
     """`node_role`'s ARN (`KiamRoles`)."""
     server_role_arn: pulumi.Output[str]
@@ -103,15 +110,41 @@ class Iam(pulumi.ComponentResource):
         self.application_role_patterns = iam_policies.application_role_patterns(
             partition, account, args.iam, args.application_paths, args.existing_role_arns
         )
+        self.server_permission = server_permission.place(
+            self.application_role_patterns,
+            args.iam.managed_policies_per_role,
+            args.previous_server_permission,
+        )
+        inline, *managed = server_permission.documents(self.server_permission)
+        # Past the inline policy's 10,240 characters the permission continues in customer managed
+        # policies, keyed by their place: each keeps its resources from one update to the next
+        # (settings/server_permission.py), so an update only ever adds to or takes from one.
+        attachments = []
+        for index, document in enumerate(managed, start=1):
+            policy = aws.iam.Policy(
+                f"{server_role}-assume-applications-{index}",
+                path=args.iam.kiam_role_path,
+                description=when_known(
+                    args.cluster_name,
+                    f"kiam-server of EKS cluster {{}}: application roles, part {index + 1}".format,
+                ),
+                policy=json.dumps(document),
+                opts=child,
+            )
+            attachments.append(
+                aws.iam.RolePolicyAttachment(
+                    f"{server_role}-assume-applications-{index}",
+                    role=self.server_role.name,
+                    policy_arn=policy.arn,
+                    opts=child,
+                )
+            )
         aws.iam.RolePolicy(
             f"{server_role}-assume-applications",
             role=self.server_role.name,
-            policy=json.dumps(
-                iam_policies.assume_role_policy(
-                    self.application_role_patterns, "AssumeApplicationRoles"
-                )
-            ),
-            opts=child,
+            policy=json.dumps(inline),
+            # A resource leaving the inline policy for a managed one is allowed there first.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
         )
         self.role_base_arn = iam_policies.role_base_arn(partition, account, args.iam)
         self.node_role_arn = self.node_role.arn

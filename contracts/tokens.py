@@ -19,6 +19,8 @@ POD_IDENTITY_ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociatio
 ADDON = "aws:eks/addon:Addon"
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+# A customer managed policy (the kiam-server role's permission past its inline policy).
+POLICY = "aws:iam/policy:Policy"
 ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 # Attaches a managed policy to any number of roles, users and groups at once.
 POLICY_ATTACHMENT = "aws:iam/policyAttachment:PolicyAttachment"

@@ -143,13 +143,17 @@ def _servers(view: KiamView) -> list[_Server]:
 
 
 def _server_statements(view: KiamView, server_role: Resource | None) -> list[Any] | None:
-    """Every statement of the server role's inline policies; None while one is unknown, or where
+    """Every statement of the server role's inline policies and of the managed policies the stack
+    writes for it; None while one is unknown, or where
     the cloud side's roles live outside the stack (nothing of them to read)."""
     if server_role is None:
         return [] if view.of_type(ROLE) else None
     found: list[Any] = []
-    for policy in view.inline_policies_of(server_role):
-        parsed = document(policy.document)
+    texts = [p.document for p in view.inline_policies_of(server_role)] + [
+        policy.inputs.get("policy") for _, policy in view.own_managed_policies_of(server_role)
+    ]
+    for text in texts:
+        parsed = document(text)
         if parsed is None:
             return None
         found += statements(parsed)
@@ -166,16 +170,16 @@ def _names_exactly(assume: list[Any], arn: str) -> bool:
 
 def _admitted_elsewhere(
     apps: list[_Application],
-) -> Callable[[str, str, bool], list[str]]:
-    """What a namespace's expression admits of the other namespaces' roles: the same for every
-    application of the namespace, so judged once per namespace and expression (against every
-    other application it is linear in them; once per application it was their square)."""
+) -> Callable[[str, str, bool], list[tuple[str, str]]]:
+    """The other namespaces' roles (ARN, namespace) a namespace's expression admits: the same
+    for every application of the namespace, so judged once per namespace and expression
+    (against every other application it is linear in them; once per application it was their
+    square)."""
 
     @functools.cache
-    def admitted(namespace: str, expression: str, strict: bool) -> list[str]:
+    def admitted(namespace: str, expression: str, strict: bool) -> list[tuple[str, str]]:
         return [
-            f"namespace {namespace} permits {expression!r}, which also admits {o.arn} "
-            f"of namespace {o.namespace}"
+            (o.arn, o.namespace)
             for o in apps
             if o.namespace != namespace and o.arn and kiam.permits(expression, o.arn, strict=strict)
         ]
@@ -187,7 +191,7 @@ def _namespace_problems(
     view: KiamView,
     app: _Application,
     arn: str,
-    admitted_elsewhere: Callable[[str, str, bool], list[str]],
+    admitted_elsewhere: Callable[[str, str, bool], list[tuple[str, str]]],
     servers: list[_Server],
 ) -> list[str]:
     """The namespace's regexp admits the role and no role of another namespace's application,
@@ -213,7 +217,11 @@ def _namespace_problems(
                 problems.append(
                     f"namespace {app.namespace} permits {expression!r}, which does not admit {arn}"
                 )
-            problems += admitted_elsewhere(app.namespace, expression, strict)
+            problems += [
+                f"namespace {app.namespace} permits {expression!r}, which also admits {other} "
+                f"of namespace {namespace}"
+                for other, namespace in admitted_elsewhere(app.namespace, expression, strict)
+            ]
     return problems
 
 

@@ -305,9 +305,10 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
 
     The node role: EKS's node policies, and assuming the kiam-server role, which only it may
     assume. The server role: assuming the application roles (by pattern, and a role that exists
-    already by its exact ARN: never an ARN no application names), nothing managed. Each application
-    role: exactly what its settings give, and trust in the server role, IRSA and EKS Pod Identity
-    only (which of them each state needs: guarantees 12 to 14).
+    already by its exact ARN: never an ARN no application names), in its inline policy and, past
+    IAM's quota for that, the managed policies the stack writes for it; no other managed policy.
+    Each application role: exactly what its settings give, and trust in the server role, IRSA and
+    EKS Pod Identity only (which of them each state needs: guarantees 12 to 14).
 
     Judged on the roles the stack creates, found by what they are: the node group's role, the
     role the servers are given, and the roles the applications' settings name. A cloud side
@@ -363,20 +364,27 @@ def iam_least_privilege(view: KiamView) -> list[Violation]:
                     f"trust admits {statement.get('Principal')!r}, not only the server node role",
                 )
         named = {a.arn for a in expected.applications}
-        for policy in view.inline_policies_of(server):
-            for statement in statements(document(policy.document)):
-                _judge_assume_statement(statement, policy.source, expected, report)
+        # The permission past the inline policy continues in managed policies the stack writes
+        # (settings/server_permission.py): judged statement by statement like the inline one.
+        own = view.own_managed_policies_of(server)
+        written = [(p.source, p.document) for p in view.inline_policies_of(server)] + [
+            (policy, policy.inputs.get("policy")) for _, policy in own
+        ]
+        for source, text in written:
+            for statement in statements(document(text)):
+                _judge_assume_statement(statement, source, expected, report)
                 for resource in as_list(statement.get("Resource")):
                     # A pattern is judged above; a role by its exact ARN must be an
                     # application's (`roleArn`), never any other role of any account.
                     if isinstance(resource, str) and "*" not in resource and resource not in named:
                         report(
-                            policy.source,
+                            source,
                             f"lets the kiam-server role assume {resource}, which no application "
                             "names",
                         )
+        own_attachments = {managed.source.urn for managed, _ in own}
         _judge_managed(
-            view.managed_policies_of(server),
+            [m for m in view.managed_policies_of(server) if m.source.urn not in own_attachments],
             frozenset(),
             server,
             "the kiam-server role",

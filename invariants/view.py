@@ -23,6 +23,7 @@ from kiam_eks.contracts.tokens import (
     NAMESPACE,
     NAMESPACE_PATCH,
     NODE_GROUP,
+    POLICY,
     POLICY_ATTACHMENT,
     ROLE,
     ROLE_POLICY,
@@ -182,6 +183,23 @@ class KiamView:
                 else [ManagedPolicy(role, arn) for arn in own]
             ),
         ]
+
+    def own_managed_policies_of(self, role: Resource) -> list[tuple[ManagedPolicy, Resource]]:
+        """The managed policies of `role` that this stack writes (customer managed `Policy`
+        resources), each with its `Policy`: found through the attachment's `policyArn`, built
+        from the policy (during a preview its ARN is not known yet) or equal to its ARN."""
+        policies = self.of_type(POLICY)
+        found = []
+        for managed in self.managed_policies_of(role):
+            built_from = managed.source.property_dependencies.get("policyArn", frozenset())
+            for policy in policies:
+                arn = policy.outputs.get("arn")
+                if policy.urn in built_from or (
+                    isinstance(arn, str) and not is_unknown(arn) and arn == managed.arn
+                ):
+                    found.append((managed, policy))
+                    break
+        return found
 
     def server_certificate_names(self) -> list[Any]:
         """The DNS names of each certificate the servers mount (`UNKNOWN` where not known yet):

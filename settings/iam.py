@@ -7,6 +7,10 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, model_validator
 
 from kiam_eks.contracts import names
+from kiam_eks.contracts.iam_quotas import (
+    MANAGED_POLICIES_PER_ROLE_DEFAULT,
+    MANAGED_POLICIES_PER_ROLE_MAX,
+)
 from kiam_eks.settings.base import Model, matching
 
 # IAM allows any printable ASCII in a path (CreateRole's pathType); these are the characters of
@@ -51,11 +55,12 @@ class IamSettings(Model):
         default="/kiam/", description="IAM path of kiam's own roles (node role, server role)."
     )
     managed_policies_per_role: int = Field(
-        default=10,
-        ge=10,
-        le=20,
+        default=MANAGED_POLICIES_PER_ROLE_DEFAULT,
+        ge=MANAGED_POLICIES_PER_ROLE_DEFAULT,
+        le=MANAGED_POLICIES_PER_ROLE_MAX,
         description='The account\'s IAM quota "Managed policies per role": 10 unless raised in '
-        "Service Quotas (up to 20). No application may attach more.",
+        "Service Quotas (up to 20). No application may attach more, and the kiam-server role's "
+        "permission spreads over its inline policy and at most this many managed policies.",
     )
 
     @model_validator(mode="after")

@@ -13,9 +13,11 @@ import json
 import re
 from typing import Any
 
+from kiam_eks.contracts.iam_quotas import (
+    ROLE_INLINE_POLICY_CHARACTERS as ROLE_INLINE_POLICY_CHARACTERS,
+)
+
 VERSION = "2012-10-17"
-# Inline policies of one role may total this many characters, white space not counted (quotas).
-ROLE_INLINE_POLICY_CHARACTERS = 10_240
 
 _STATEMENT_KEYS = frozenset(
     {"Sid", "Effect", "Action", "NotAction", "Resource", "NotResource", "Condition"}

@@ -8,6 +8,7 @@ from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
 from kiam_eks.contracts import kiam
 from kiam_eks.contracts.iam import delegates_across, role_arn_parts
+from kiam_eks.settings import server_permission
 from kiam_eks.settings.adoption import Adoption, AdoptionSettings
 from kiam_eks.settings.agent import AgentSettings
 from kiam_eks.settings.applications import ApplicationSettings
@@ -131,6 +132,10 @@ class StackSettings(Model):
             )
         self._check_applications()
         self._check_existing_permitted()
+        # IAM's quotas, at plan time: PutRolePolicy would refuse it half way through `up`.
+        server_permission.place(
+            self.server_permission_resources, self.iam.managed_policies_per_role
+        )
         if self.adoption is not None and self.namespace.create:
             raise ValueError(
                 "kiam:namespace.create must be false with kiam:adoption: the running install's "
@@ -236,6 +241,15 @@ class StackSettings(Model):
                     f"{created[parts.name.lower()]}.roleName creates (IAM role names ignore "
                     "case): a role the stack creates is named by roleName only"
                 )
+
+    @property
+    def server_permission_resources(self) -> list[str]:
+        """What the kiam-server role may assume: ARN patterns, then exact ARNs
+        (settings/server_permission.py)."""
+        paths, existing = server_permission.assumable(self.iam, self.applications.values())
+        return server_permission.application_role_patterns(
+            self.cluster.partition, self.cluster.account_id, self.iam, paths, existing
+        )
 
     def _check_applications(self) -> None:
         iam = self.iam

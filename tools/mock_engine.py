@@ -144,6 +144,13 @@ class KiamMocks(pulumi.runtime.Mocks):
                 "arn": arn,
                 "uniqueId": f"AROA{_short_hash(arn, 16).upper()}",
             }
+        if typ == tokens.POLICY:
+            # Auto-named as the provider names it (the resource's name and a random suffix);
+            # IAM's ARN carries the path ("IAM identifiers": `policy/<path><name>`).
+            policy_name = inputs.get("name") or f"{name}-{_short_hash(name, 7)}"
+            path = inputs.get("path", "/")
+            arn = f"arn:{self.partition}:iam::{self.account_id}:policy{path}{policy_name}"
+            return arn, {**inputs, "name": policy_name, "arn": arn, "policyId": _short_hash(arn)}
         if typ == tokens.LAUNCH_TEMPLATE:
             # One template per resource, as AWS keeps it: its id and name stay, and a change of
             # its content is a new version of it (`updateDefaultVersion`), not a new template.

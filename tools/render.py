@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from kiam_eks.contracts.tokens import ROLE, ROLE_POLICY, SECRET
+from kiam_eks.contracts.tokens import POLICY, ROLE, ROLE_POLICY, SECRET
 from kiam_eks.contracts.tokens import ROLE_POLICY_ATTACHMENT as ATTACHMENT
 from tools.mock_engine import Recording, Registration
 
@@ -196,4 +196,13 @@ def iam_documents(recording: Recording) -> dict[str, dict[str, Any]]:
             "inlinePolicies": inline,
             "managedPolicyArns": managed,
         }
+        # The documents of the customer managed policies the stack writes and attaches to it
+        # (the kiam-server role's permission past its inline policy), by resource name.
+        written = {
+            p.name: json.loads(p.inputs["policy"])
+            for p in recording.by_type(POLICY)
+            if p.outputs.get("arn") in managed
+        }
+        if written:
+            documents[f"{role.name}.json"]["managedPolicies"] = written
     return documents

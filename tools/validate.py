@@ -18,7 +18,13 @@ from typing import Any
 
 import yaml
 
+from kiam_eks.contracts.iam_quotas import (
+    MANAGED_POLICY_CHARACTERS,
+    ROLE_INLINE_POLICY_CHARACTERS,
+    TRUST_POLICY_CHARACTERS,
+)
 from kiam_eks.settings.cluster import ClusterSettings
+from kiam_eks.settings.policy_document import policy_characters
 
 CRD_DIR = Path(__file__).resolve().parent / "crds"
 
@@ -267,9 +273,14 @@ def iam_findings(
     provider = cluster_oidc_provider(cluster) if cluster is not None else None
     findings = []
     for file_name, role in sorted(iam.items()):
+        findings += quota_findings(file_name, role)
         documents = [("trustPolicy", role["trustPolicy"], True)]
         documents += [
             (f"inlinePolicies.{n}", d, False) for n, d in sorted(role["inlinePolicies"].items())
+        ]
+        documents += [
+            (f"managedPolicies.{n}", d, False)
+            for n, d in sorted(role.get("managedPolicies", {}).items())
         ]
         for where, document, is_trust in documents:
             reasons = _federation_reasons(document, provider) if is_trust else {}
@@ -284,6 +295,32 @@ def iam_findings(
                     message += f" (not this cluster's IRSA trust: {reason})"
                 findings.append(Finding(f"{file_name} {where}", "parliament", message))
     return findings
+
+
+def quota_findings(file_name: str, role: dict[str, Any]) -> list[Finding]:
+    """IAM's quotas on one role's documents (contracts/iam_quotas.py): its trust policy, its
+    inline policies together, each customer managed policy the stack writes for it."""
+    sized = [("trustPolicy", policy_characters(role["trustPolicy"]), TRUST_POLICY_CHARACTERS)]
+    sized.append(
+        (
+            "inlinePolicies together",
+            sum(policy_characters(d) for d in role["inlinePolicies"].values()),
+            ROLE_INLINE_POLICY_CHARACTERS,
+        )
+    )
+    sized += [
+        (f"managedPolicies.{n}", policy_characters(d), MANAGED_POLICY_CHARACTERS)
+        for n, d in sorted(role.get("managedPolicies", {}).items())
+    ]
+    return [
+        Finding(
+            f"{file_name} {where}",
+            "iam-quotas",
+            f"{size:,} characters without white space: IAM allows {limit:,} (IAM and AWS STS quotas)",
+        )
+        for where, size, limit in sized
+        if size > limit
+    ]
 
 
 def _federation_reasons(

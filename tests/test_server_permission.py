@@ -1,0 +1,128 @@
+"""The kiam-server role's permission within IAM's quotas (settings/server_permission.py): exact,
+spread over its inline policy and customer managed policies, refused past them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kiam_eks.contracts.iam_quotas import MANAGED_POLICY_CHARACTERS, ROLE_INLINE_POLICY_CHARACTERS
+from kiam_eks.settings import SettingsError
+from kiam_eks.settings.loader import settings_from_values
+from kiam_eks.settings.policy_document import policy_characters
+from kiam_eks.settings.server_permission import (
+    PermissionTooLargeError,
+    documents,
+    place,
+)
+from tools import plan, scale_stack, validate
+
+PATTERN = "arn:aws:iam::111122223333:role/kiam-apps/*"
+
+
+def arns(count: int, start: int = 0) -> list[str]:
+    return [
+        f"arn:aws:iam::111122223333:role/teams/team-{i % 20:02d}/team-{i % 20:02d}-app-{i:04d}"
+        for i in range(start, start + count)
+    ]
+
+
+def test_a_thousand_exact_arns_fit_the_default_quotas_each_document_within_its_own() -> None:
+    resources = [PATTERN, *arns(1000)]
+    placement = place(resources, 10)
+    assert [r for p in placement for r in p] == resources  # every one, once, in order
+    sizes = [policy_characters(d) for d in documents(placement)]
+    assert len(sizes) <= 11
+    assert sizes[0] <= ROLE_INLINE_POLICY_CHARACTERS
+    assert all(size <= MANAGED_POLICY_CHARACTERS for size in sizes[1:])
+    # Filled, not scattered: each document but the last could not take the next resource.
+    assert sizes[0] > ROLE_INLINE_POLICY_CHARACTERS - 70
+
+
+def test_a_small_stack_keeps_its_one_inline_document() -> None:
+    assert place([PATTERN, *arns(3)], 10) == [[PATTERN, *arns(3)]]
+    assert documents([[PATTERN]])[0]["Statement"][0]["Resource"] == PATTERN
+
+
+def test_an_update_moves_no_resource_from_one_document_to_another() -> None:
+    before = place([PATTERN, *arns(400)], 10)
+    added = sorted([*arns(400), "arn:aws:iam::111122223333:role/teams/a-new-one"])
+    after = place([PATTERN, *added], 10, before)
+    for old, new in zip(before, after, strict=False):
+        assert new[: len(old)] == old  # kept where it was; the new one went to the first room
+    assert "arn:aws:iam::111122223333:role/teams/a-new-one" in after[-1]
+    removed = [PATTERN, *arns(400)[5:]]
+    shrunk = place(removed, 10, before)
+    assert shrunk[0] == [r for r in before[0] if r in removed]
+    assert shrunk[1:] == before[1:]
+
+
+def test_past_every_document_the_permission_is_refused_naming_the_quota_and_the_ways_out() -> None:
+    long = [arn + "-with-a-much-longer-name" for arn in arns(1000)]
+    with pytest.raises(PermissionTooLargeError) as raised:
+        place([PATTERN, *long], 10)
+    message = str(raised.value)
+    assert "1000 roles by exact ARN" in message
+    assert "kiam:iam.managedPoliciesPerRole (10)" in message
+    assert "L-0DA4ABF3" in message
+    assert len(place([PATTERN, *long], 20)) > 11  # the raised quota takes it
+
+
+def test_a_stack_past_the_quotas_is_refused_before_anything_is_registered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = scale_stack.scale_stack(1400)["config"]
+    with pytest.raises(SettingsError) as raised:
+        settings_from_values({k.removeprefix("kiam:"): v for k, v in config.items()}, "scale")
+    assert "1120 roles by exact ARN" in str(raised.value)
+    stack = tmp_path / "Pulumi.big.yaml"
+    stack.write_text(yaml.safe_dump({"config": config}))
+    assert plan.main(["--config-file", str(stack), "--no-validate"]) == plan.EXIT_INVALID_SETTINGS
+    assert "LimitExceeded" in capsys.readouterr().err
+
+
+def test_the_plan_writes_the_permission_over_managed_policies_and_its_guarantees_read_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = scale_stack.scale_stack(300)
+    stack = tmp_path / "Pulumi.scale.yaml"
+    stack.write_text(yaml.safe_dump(config))
+    out = tmp_path / "plan"
+    assert plan.main(["--config-file", str(stack), "--no-validate", "--out", str(out)]) == 0
+    assert "✓ all invariants hold" in capsys.readouterr().out
+    role = json.loads((out / "iam" / "kiam-iam-server.json").read_text())
+    managed = role["managedPolicies"]
+    assert sorted(managed) == ["kiam-iam-server-assume-applications-1"]
+    assert len(role["managedPolicyArns"]) == 1
+    written = [
+        r
+        for d in [*role["inlinePolicies"].values(), *managed.values()]
+        for s in d["Statement"]
+        for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
+    ]
+    apps = config["config"]["kiam:applications"].values()
+    existing = {a["roleArn"] for a in apps if "roleArn" in a and a.get("servedBy") != "podIdentity"}
+    assert set(written) - existing == {PATTERN}
+    assert existing <= set(written)
+    assert validate.quota_findings("kiam-iam-server.json", role) == []
+
+
+def test_the_validator_names_a_document_past_its_quota() -> None:
+    big = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": arns(200)}],
+    }
+    role = {
+        "trustPolicy": {"Version": "2012-10-17", "Statement": []},
+        "inlinePolicies": {"a": big},
+        "managedPolicies": {"m": big},
+    }
+    findings = validate.quota_findings("r.json", role)
+    assert [(f.document, f.validator) for f in findings] == [
+        ("r.json inlinePolicies together", "iam-quotas"),
+        ("r.json managedPolicies.m", "iam-quotas"),
+    ]
+    assert "IAM allows 6,144" in findings[1].message

@@ -55,7 +55,12 @@ class AwsCloud:
         to `Kiam` (`public_args.SUBNETS_FROM_OUTPUTS` in the settings then, read by nothing)."""
         self.certificate_authority = PulumiTlsAuthority()
 
-    def roles(self, name: str, opts: pulumi.ResourceOptions) -> Iam:
+    def roles(
+        self,
+        name: str,
+        opts: pulumi.ResourceOptions,
+        previous_server_permission: Sequence[Sequence[str]] | None = None,
+    ) -> Iam:
         s = self.settings
         paths, existing = iam_policies.assumable(s.iam, s.applications.values())
         return Iam(
@@ -66,6 +71,7 @@ class AwsCloud:
                 iam=s.iam,
                 application_paths=paths,
                 existing_role_arns=existing,
+                previous_server_permission=previous_server_permission,
             ),
             opts,
         )

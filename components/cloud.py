@@ -140,8 +140,14 @@ class CloudSide(Protocol):
         """Issues the certificates of kiam's mutual TLS."""
         ...
 
-    def roles(self, name: str, opts: pulumi.ResourceOptions) -> KiamRoles:
-        """The node role and the kiam-server role."""
+    def roles(
+        self,
+        name: str,
+        opts: pulumi.ResourceOptions,
+        previous_server_permission: Sequence[Sequence[str]] | None = None,
+    ) -> KiamRoles:
+        """The node role and the kiam-server role (its permission laid out as the last update
+        laid it, `previous_server_permission`, where known: settings/server_permission.py)."""
         ...
 
     def server_nodes(

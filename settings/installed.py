@@ -37,6 +37,7 @@ from pydantic.alias_generators import to_camel
 from kiam_eks.contracts import names
 from kiam_eks.contracts.iam import role_arn
 from kiam_eks.contracts.tokens import NAMESPACE, STACK
+from kiam_eks.settings import server_permission
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.applications import ServedBy
 from kiam_eks.settings.stack import StackSettings
@@ -150,6 +151,10 @@ class Installed(Fact):
     kiam_role_path: str | None = None
     applications: dict[str, InstalledApplication] = Field(default_factory=dict)
     existing_permitted: dict[str, InstalledPermitted] = Field(default_factory=dict)
+    server_permission: tuple[tuple[str, ...], ...] | None = None
+    """How the kiam-server role's permission was laid over its documents, inline policy first
+    (settings/server_permission.py); written only where it spans more than one, so the facts of
+    every smaller stack read as they always have."""
     legacy: bool = False
     """Read from the outputs of a version of the program that did not export `installed`: the
     facts above that those outputs do not hold are None, i.e. unknown."""
@@ -161,7 +166,10 @@ class Installed(Fact):
 
     def to_output(self) -> dict[str, Any]:
         """As the stack output `installed` holds it."""
-        return self.model_dump(mode="json", by_alias=True, exclude={"legacy"})
+        unwritten = {"legacy"} | (
+            {"server_permission"} if self.server_permission is None else set()
+        )
+        return self.model_dump(mode="json", by_alias=True, exclude=unwritten)
 
 
 def fingerprint(pem: str) -> str:
@@ -199,7 +207,13 @@ def installed_by(settings: StackSettings, previous: Installed | None) -> Install
             tolerations=tuple(s.agent.tolerations),
         )
     kiam_namespaces = {a.namespace for a in s.applications.values() if a.served_by.kiam}
+    placement = server_permission.place(
+        s.server_permission_resources,
+        s.iam.managed_policies_per_role,
+        previous.server_permission if previous is not None else None,
+    )
     return Installed(
+        server_permission=tuple(map(tuple, placement)) if len(placement) > 1 else None,
         cluster=cluster,
         namespace=InstalledNamespace(name=s.namespace.name, owner=namespace_owner(s, previous)),
         server=InstalledServer(

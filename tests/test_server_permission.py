@@ -126,3 +126,28 @@ def test_the_validator_names_a_document_past_its_quota() -> None:
         ("r.json managedPolicies.m", "iam-quotas"),
     ]
     assert "IAM allows 6,144" in findings[1].message
+
+
+def _settings(applications: int, extra: dict[str, dict[str, str]] | None = None):  # type: ignore[no-untyped-def]
+    config = scale_stack.scale_stack(applications)["config"]
+    config["kiam:applications"].update(extra or {})
+    return settings_from_values({k.removeprefix("kiam:"): v for k, v in config.items()}, "s")
+
+
+def test_the_installed_facts_carry_the_layout_to_the_next_update_which_moves_nothing() -> None:
+    from kiam_eks.settings.installed import installed_by
+
+    before = installed_by(_settings(300), None)
+    assert before.server_permission is not None and len(before.server_permission) == 2
+    assert "serverPermission" in before.to_output()
+    # A role whose ARN sorts before every other: a fresh layout would push the inline policy's
+    # last ARN into the managed one; the installed layout keeps it where it was.
+    first = "arn:aws:iam::111122223333:role/teams/aaa/first"
+    after = installed_by(
+        _settings(300, {"aaa-first": {"namespace": "team-00", "roleArn": first}}), before
+    )
+    assert after.server_permission is not None
+    for old, new in zip(before.server_permission, after.server_permission, strict=True):
+        assert new[: len(old)] == old
+    assert first in after.server_permission[-1]
+    assert "serverPermission" not in installed_by(_settings(10), None).to_output()

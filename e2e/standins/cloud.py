@@ -4,6 +4,7 @@ Identity's association and agent add-on as objects of the control plane."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 
 import pulumi
@@ -35,7 +36,13 @@ class KwokCloud:
         self.certificate_authority = LocalAuthority(state_dir / "certificates")
         self.cluster = cluster
 
-    def roles(self, name: str, opts: pulumi.ResourceOptions) -> ComputedRoles:
+    def roles(
+        self,
+        name: str,
+        opts: pulumi.ResourceOptions,
+        previous_server_permission: Sequence[Sequence[str]] | None = None,
+    ) -> ComputedRoles:
+        # No IAM documents here: the roles' ARNs are computed (ComputedRoles).
         return ComputedRoles.of(name, self.settings)
 
     @functools.cached_property

@@ -304,15 +304,15 @@ class Kiam(pulumi.ComponentResource):
         s, cloud = args.settings, args.cloud
         adoption = s.adoption_state
 
+        transition = args.transition or first_update(s)
+        previous = transition.previous
         # The permission's layout as the last update left it: an update then moves no role ARN
         # from one of the server role's documents to another (settings/server_permission.py).
-        previous = args.transition.previous if args.transition is not None else None
         self.roles = cloud.roles(
             f"{name}-iam", child, previous.server_permission if previous is not None else None
         )
         server_nodes = cloud.server_nodes(names.server_nodes_name(name), self.roles, child)
         self.server_nodes = server_nodes
-        transition = args.transition or first_update(s)
         namespace = self._namespace(name, s, transition, child)
 
         domain = s.cluster.cluster_domain

@@ -37,7 +37,6 @@ from pydantic.alias_generators import to_camel
 from kiam_eks.contracts import names
 from kiam_eks.contracts.iam import role_arn
 from kiam_eks.contracts.tokens import NAMESPACE, STACK
-from kiam_eks.settings import server_permission
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.applications import ServedBy
 from kiam_eks.settings.stack import StackSettings
@@ -207,10 +206,8 @@ def installed_by(settings: StackSettings, previous: Installed | None) -> Install
             tolerations=tuple(s.agent.tolerations),
         )
     kiam_namespaces = {a.namespace for a in s.applications.values() if a.served_by.kiam}
-    placement = server_permission.place(
-        s.server_permission_resources,
-        s.iam.managed_policies_per_role,
-        previous.server_permission if previous is not None else None,
+    placement = s.server_permission_layout(
+        previous.server_permission if previous is not None else None
     )
     return Installed(
         server_permission=tuple(map(tuple, placement)) if len(placement) > 1 else None,

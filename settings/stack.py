@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
@@ -133,9 +134,7 @@ class StackSettings(Model):
         self._check_applications()
         self._check_existing_permitted()
         # IAM's quotas, at plan time: PutRolePolicy would refuse it half way through `up`.
-        server_permission.place(
-            self.server_permission_resources, self.iam.managed_policies_per_role
-        )
+        self.server_permission_layout()
         if self.adoption is not None and self.namespace.create:
             raise ValueError(
                 "kiam:namespace.create must be false with kiam:adoption: the running install's "
@@ -242,14 +241,17 @@ class StackSettings(Model):
                     "case): a role the stack creates is named by roleName only"
                 )
 
-    @property
-    def server_permission_resources(self) -> list[str]:
-        """What the kiam-server role may assume: ARN patterns, then exact ARNs
-        (settings/server_permission.py)."""
+    def server_permission_layout(
+        self, previous: Sequence[Sequence[str]] | None = None
+    ) -> list[list[str]]:
+        """What the kiam-server role may assume (ARN patterns, then exact ARNs) laid over its
+        inline policy and managed policies, keeping `previous`'s layout where it can; raises
+        `PermissionTooLargeError` past IAM's quotas (settings/server_permission.py)."""
         paths, existing = server_permission.assumable(self.iam, self.applications.values())
-        return server_permission.application_role_patterns(
+        resources = server_permission.application_role_patterns(
             self.cluster.partition, self.cluster.account_id, self.iam, paths, existing
         )
+        return server_permission.place(resources, self.iam.managed_policies_per_role, previous)
 
     def _check_applications(self) -> None:
         iam = self.iam

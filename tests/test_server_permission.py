@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -84,32 +85,6 @@ def test_a_stack_past_the_quotas_is_refused_before_anything_is_registered(
     assert "LimitExceeded" in capsys.readouterr().err
 
 
-def test_the_plan_writes_the_permission_over_managed_policies_and_its_guarantees_read_them(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = scale_stack.scale_stack(300)
-    stack = tmp_path / "Pulumi.scale.yaml"
-    stack.write_text(yaml.safe_dump(config))
-    out = tmp_path / "plan"
-    assert plan.main(["--config-file", str(stack), "--no-validate", "--out", str(out)]) == 0
-    assert "✓ all invariants hold" in capsys.readouterr().out
-    role = json.loads((out / "iam" / "kiam-iam-server.json").read_text())
-    managed = role["managedPolicies"]
-    assert sorted(managed) == ["kiam-iam-server-assume-applications-1"]
-    assert len(role["managedPolicyArns"]) == 1
-    written = [
-        r
-        for d in [*role["inlinePolicies"].values(), *managed.values()]
-        for s in d["Statement"]
-        for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
-    ]
-    apps = config["config"]["kiam:applications"].values()
-    existing = {a["roleArn"] for a in apps if "roleArn" in a and a.get("servedBy") != "podIdentity"}
-    assert set(written) - existing == {PATTERN}
-    assert existing <= set(written)
-    assert validate.quota_findings("kiam-iam-server.json", role) == []
-
-
 def test_the_validator_names_a_document_past_its_quota() -> None:
     big = {
         "Version": "2012-10-17",
@@ -151,3 +126,61 @@ def test_the_installed_facts_carry_the_layout_to_the_next_update_which_moves_not
         assert new[: len(old)] == old
     assert first in after.server_permission[-1]
     assert "serverPermission" not in installed_by(_settings(10), None).to_output()
+
+
+# Past the inline policy's 10,240 characters, well inside one managed policy more.
+APPLICATIONS = 240
+
+
+def _assert_written_exactly(config: dict[str, Any], plan_dir: Path, printed: str) -> None:
+    """The server role's documents hold the pattern and every role kiam serves by ARN, nothing
+    else; the guarantees read them all and hold; each document is within its quota."""
+    assert "✓ all invariants hold" in printed
+    role = json.loads((plan_dir / "iam" / "kiam-iam-server.json").read_text())
+    assert sorted(role["managedPolicies"]) == ["kiam-iam-server-assume-applications-1"]
+    assert len(role["managedPolicyArns"]) == 1
+    written = [r for document in _server_documents(plan_dir) for r in document]
+    apps = config["config"]["kiam:applications"].values()
+    existing = {a["roleArn"] for a in apps if "roleArn" in a}
+    assert len(written) == len(set(written)) == len(existing) + 1
+    assert set(written) == existing | {PATTERN}
+    assert validate.quota_findings("kiam-iam-server.json", role) == []
+
+
+def _server_documents(plan_dir: Path) -> list[list[str]]:
+    role = json.loads((plan_dir / "iam" / "kiam-iam-server.json").read_text())
+    documents = [*role["inlinePolicies"].values(), *role.get("managedPolicies", {}).values()]
+    resource = [d["Statement"][0]["Resource"] for d in documents]
+    return [[r] if isinstance(r, str) else r for r in resource]
+
+
+def test_the_program_keeps_the_last_updates_layout_and_writes_the_new_role_where_there_is_room(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the program: the permission over the inline and one managed policy, every
+    guarantee holding; then the base plan's `installed` output is the last update's (as
+    `--diff` reads it), and the next update's documents keep every ARN where it was."""
+    base_config = scale_stack.scale_stack(APPLICATIONS)
+    base_stack, base_dir = tmp_path / "Pulumi.s.yaml", tmp_path / "base"
+    base_stack.write_text(yaml.safe_dump(base_config))
+    assert (
+        plan.main(["--config-file", str(base_stack), "--no-validate", "--out", str(base_dir)]) == 0
+    )
+    _assert_written_exactly(base_config, base_dir, capsys.readouterr().out)
+    first = "arn:aws:iam::111122223333:role/teams/aaa/first"
+    base_config["config"]["kiam:applications"]["aaa-first"] = {
+        "namespace": "team-00",
+        "roleArn": first,
+    }
+    next_stack, next_dir = tmp_path / "next" / "Pulumi.s.yaml", tmp_path / "next-plan"
+    next_stack.parent.mkdir()
+    next_stack.write_text(yaml.safe_dump(base_config))
+    code = plan.main(
+        ["--config-file", str(next_stack), "--diff", str(base_dir), "--out", str(next_dir)]
+    )
+    assert code == plan.EXIT_FAILED  # the plans differ: one ARN more
+    capsys.readouterr()
+    before, after = _server_documents(base_dir), _server_documents(next_dir)
+    assert len(before) == len(after) == 2
+    assert after[0] == before[0]  # a fresh layout would have pushed its last ARN out
+    assert after[1] == [*before[1], first]

@@ -146,7 +146,9 @@ class KiamMocks(pulumi.runtime.Mocks):
             }
         if typ == tokens.POLICY:
             # Auto-named as the provider names it (the resource's name and a random suffix);
-            # IAM's ARN carries the path ("IAM identifiers": `policy/<path><name>`).
+            # IAM's ARN carries the path ("IAM identifiers": `policy/<path><name>`), and the
+            # provider's id is that ARN (`aws.iam.Policy`: "import IAM Policies using the
+            # `arn`", pulumi-aws iam/policy.d.ts).
             policy_name = inputs.get("name") or f"{name}-{_short_hash(name, 7)}"
             path = inputs.get("path", "/")
             arn = f"arn:{self.partition}:iam::{self.account_id}:policy{path}{policy_name}"

@@ -72,7 +72,7 @@ def test_the_plan_checks_each_namespace_once_against_the_other_roles(
 ) -> None:
     """Guarantee 12 asks whether a namespace's expression admits another namespace's role: once
     per namespace, not once per application of it (the square of the applications)."""
-    applications, namespaces = 120, 6
+    applications, namespaces = 60, 6
     stack = tmp_path / "Pulumi.scale.yaml"
     stack.write_text(yaml.safe_dump(scale_stack.scale_stack(applications, namespaces)))
     calls = Counter[str]()

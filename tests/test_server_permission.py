@@ -128,8 +128,20 @@ def test_the_installed_facts_carry_the_layout_to_the_next_update_which_moves_not
     assert "serverPermission" not in installed_by(_settings(10), None).to_output()
 
 
-# Past the inline policy's 10,240 characters, well inside one managed policy more.
-APPLICATIONS = 240
+def _long_named_roles(count: int) -> dict[str, Any]:
+    """A stack serving `count` roles made elsewhere, each ARN about 100 characters: 110 of them
+    are past the inline policy's 10,240 characters and well inside one managed policy more,
+    with few resources to plan (an existing role adds none of its own)."""
+    config = scale_stack.scale_stack(0)
+    config["config"]["kiam:applications"] = {
+        f"app-{i:03d}": {
+            "namespace": f"team-{i % 4}",
+            "roleArn": "arn:aws:iam::111122223333:role/teams/a-team-with-a-long-path-name/"
+            f"an-application-role-with-a-long-name-{i:03d}",
+        }
+        for i in range(count)
+    }
+    return config
 
 
 def _assert_written_exactly(config: dict[str, Any], plan_dir: Path, printed: str) -> None:
@@ -160,14 +172,14 @@ def test_the_program_keeps_the_last_updates_layout_and_writes_the_new_role_where
     """Through the program: the permission over the inline and one managed policy, every
     guarantee holding; then the base plan's `installed` output is the last update's (as
     `--diff` reads it), and the next update's documents keep every ARN where it was."""
-    base_config = scale_stack.scale_stack(APPLICATIONS)
+    base_config = _long_named_roles(110)
     base_stack, base_dir = tmp_path / "Pulumi.s.yaml", tmp_path / "base"
     base_stack.write_text(yaml.safe_dump(base_config))
     assert (
         plan.main(["--config-file", str(base_stack), "--no-validate", "--out", str(base_dir)]) == 0
     )
     _assert_written_exactly(base_config, base_dir, capsys.readouterr().out)
-    first = "arn:aws:iam::111122223333:role/teams/aaa/first"
+    first = "arn:aws:iam::111122223333:role/teams/a-first/first"  # sorts before every other
     base_config["config"]["kiam:applications"]["aaa-first"] = {
         "namespace": "team-00",
         "roleArn": first,

@@ -3,6 +3,8 @@
     python -m tools.bench [--runs 5] [--write]
 
 Every measurement is a fresh process (what a user or CI pays), repeated; medians are reported.
+The scale stack (tools/scale_stack.py) is planned at 10 and 1,000 applications too: the larger
+within 4x of the smaller. Exit 1 where either target is missed.
 `--write` records the table, with the machine it ran on, in docs/performance.md.
 """
 
@@ -18,11 +20,23 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from kiam_eks.settings.loader import example_stacks
+from tools.scale_stack import scale_stack
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 REPORT = PROJECT_DIR / "docs" / "performance.md"
 TARGET_RATIO = 1.5
+# The plan of the scale stack (tools/scale_stack.py) at these sizes: the largest within
+# SCALE_TARGET_RATIO of the smallest (issue 39: costs linear in the applications).
+SCALE_APPLICATIONS = (10, 1000)
+SCALE_TARGET_RATIO = 4.0
+
+
+def scale_label(applications: int) -> str:
+    return f"plan of {applications:,} applications (scale stack, with validators)"
+
 
 # The SDK classes the program uses. Their packages load submodules lazily, on first attribute
 # access, so the floor must touch each class or it would time almost nothing.
@@ -62,6 +76,16 @@ def measure(runs: int) -> list[tuple[str, float]]:
             (
                 f"plan {stack} --no-validate",
                 [python, "-m", "tools.plan", "--stack", stack, "--no-validate"],
+            )
+        )
+    for applications in SCALE_APPLICATIONS:
+        path = PROJECT_DIR / "build" / "bench" / f"Pulumi.scale-{applications}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(scale_stack(applications)))
+        cases.append(
+            (
+                scale_label(applications),
+                [python, "-m", "tools.plan", "--config-file", str(path)],
             )
         )
     _time(cases[0][1])  # warm the OS file cache once, so the first case is not penalised
@@ -136,10 +160,19 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.write:
         REPORT.write_text(with_table(REPORT.read_text() if REPORT.exists() else "", text))
-    worst = max(seconds for label, seconds in results if "with validators" in label)
+    times = dict(results)
+    worst = max(seconds for label, seconds in results if label.endswith("(with validators)"))
+    smallest, largest = (
+        times[scale_label(n)] for n in (SCALE_APPLICATIONS[0], SCALE_APPLICATIONS[-1])
+    )
+    print(
+        f"scale: {largest / smallest:.2f}x from {SCALE_APPLICATIONS[0]:,} to "
+        f"{SCALE_APPLICATIONS[-1]:,} applications (target {SCALE_TARGET_RATIO:g}x)"
+    )
     # Judged against the floor without the teardown: the plan's command line skips it too, so
     # against the whole floor the plan would be credited the 0.5 s it does not pay.
-    return 0 if worst <= TARGET_RATIO * results[1][1] else 1
+    floor_met = worst <= TARGET_RATIO * results[1][1]
+    return 0 if floor_met and largest <= SCALE_TARGET_RATIO * smallest else 1
 
 
 if __name__ == "__main__":

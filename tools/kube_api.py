@@ -10,6 +10,7 @@ import ssl
 import tempfile
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+# Collections are listed in pages of this many items (`limit`, then `continue`), as kubectl does
+# ("kubectl get --chunk-size", default 500) and as the Kubernetes API concepts page describes
+# ("Retrieving large results sets in chunks"): one GET of every pod of a large cluster is a
+# response of hundreds of megabytes, built in the API server's memory at once.
+PAGE_SIZE = 500
+# How many times a list is started over when its continue token expired (410 Gone, "Expired":
+# the cluster compacted the snapshot the pages were read from) before it is an error.
+LIST_ATTEMPTS = 3
 
 
 class ApiError(RuntimeError):
@@ -88,9 +98,8 @@ class KubeApi:
         """Every change to the collection at `path` as (event type, object), starting with its
         current members as ADDED and then ("LISTED", {}), until `stop` is set: the API server's
         own order of events."""
-        listing = self.get(path)
-        version = listing["metadata"]["resourceVersion"]
-        for item in listing.get("items") or []:
+        members, version = self._list(path)
+        for item in members:
             yield "ADDED", item
         yield "LISTED", {}
         separator = "&" if "?" in path else "?"
@@ -110,7 +119,41 @@ class KubeApi:
                     yield event["type"], event["object"]
 
     def items(self, path: str) -> list[dict[str, Any]]:
-        return list(self.get(path).get("items") or [])
+        """Every member of the collection at `path` (which may carry a query: labelSelector,
+        fieldSelector), read in pages of PAGE_SIZE."""
+        members, _ = self._list(path)
+        return members
+
+    def _list(self, path: str) -> tuple[list[dict[str, Any]], str]:
+        """The members of the collection at `path` and the resourceVersion they were listed at,
+        page by page: each page's `metadata.continue` is passed back with the same `limit` and
+        the same query until a page has none. Every page of one list is served from the first
+        page's snapshot, so the last page's resourceVersion is the whole list's (where a watch
+        starts). An expired continue token (410 Gone) starts the list over from its first page,
+        at most LIST_ATTEMPTS times in all."""
+        first = f"{path}{'&' if '?' in path else '?'}limit={PAGE_SIZE}"
+        for _ in range(LIST_ATTEMPTS):
+            members: list[dict[str, Any]] = []
+            token = ""
+            try:
+                while True:
+                    page = self.get(
+                        first + (f"&continue={urllib.parse.quote(token, safe='')}" if token else "")
+                    )
+                    members.extend(page.get("items") or [])
+                    metadata = page.get("metadata") or {}
+                    token = metadata.get("continue") or ""
+                    if not token:
+                        return members, str(metadata.get("resourceVersion") or "")
+            except ApiError as error:
+                if error.status != 410 or not token:
+                    raise
+                # The token expired between pages: start over (a newer snapshot).
+        raise ApiError(
+            410,
+            f"the list of {path} expired before its last page {LIST_ATTEMPTS} times "
+            f"(pages of {PAGE_SIZE}); the cluster compacts faster than the list is read",
+        )
 
     def get_or_none(self, path: str) -> Any:
         try:

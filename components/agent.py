@@ -14,15 +14,24 @@ from kiam_eks.contracts import labels, names, tokens
 from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
 from kiam_eks.settings.adoption import Adoption
 from kiam_eks.settings.agent import READINESS_PROBE_TIMEOUT_SECONDS, AgentSettings
+from kiam_eks.settings.agent_rollout import AgentRolloutSettings
 from kiam_eks.settings.node_group import TaintSettings
 from kiam_eks.specs import kiam_flags
 from kiam_eks.specs.takeover import taking_over_options
 
-# No surge: the agent holds a host port, two on one node cannot both start. One node at a time.
-ONE_NODE_AT_A_TIME: dict[str, Any] = {
-    "type": "RollingUpdate",
-    "rollingUpdate": {"maxUnavailable": 1},
-}
+
+def update_strategy(rollout: AgentRolloutSettings) -> dict[str, Any]:
+    """The DaemonSet's rolling update: `rollout.maxUnavailable` agents at a time, no surge (the
+    agent holds a host port: two on one node cannot both start)."""
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": rollout.max_unavailable}}
+
+
+def rollout_wait(rollout: AgentRolloutSettings) -> pulumi.CustomTimeouts:
+    """How long `pulumi up` waits for the agents to roll (settings/agent_rollout.py): the
+    provider's DaemonSet wait returns only once every node runs an updated, available agent, so
+    it neither returns early nor, with this timeout, fails on a large cluster."""
+    wait = f"{rollout.wait_minutes}m"
+    return pulumi.CustomTimeouts(create=wait, update=wait)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,7 +102,7 @@ class Agent(pulumi.ComponentResource):
             },
             spec={
                 "selector": {"matchLabels": dict(adoption.agent_selector)},
-                "updateStrategy": ONE_NODE_AT_A_TIME,
+                "updateStrategy": update_strategy(s.rollout),
                 "template": {
                     "metadata": {
                         "labels": meta_labels,
@@ -106,6 +115,7 @@ class Agent(pulumi.ComponentResource):
                 parent=self,
                 depends_on=list(args.wait_for),
                 retain_on_delete=daemon_set_taken_over.retain,
+                custom_timeouts=rollout_wait(s.rollout),
             ),
         )
         self.register_outputs({"daemon_set": self.daemon_set})

@@ -8,7 +8,7 @@ deleted, both inside the one `pulumi up` that retires kiam:
 
 1. This component registers a server-side-apply patch of the agent DaemonSet that sets the
    agent container's arguments to the same command line with `--iptables-remove`, and keeps the
-   DaemonSet's one-node-at-a-time rolling update. pulumi-kubernetes awaits a `DaemonSetPatch`
+   DaemonSet's rolling update (`kiam:agent.rollout`). pulumi-kubernetes awaits a `DaemonSetPatch`
    like the DaemonSet itself: `await.Creation` picks the awaiter by the applied object's
    apiVersion and kind (`apps/v1/DaemonSet`), and the DaemonSet awaiter returns only once kstatus
    says `Current`, i.e. every scheduled agent is updated, ready and available
@@ -67,7 +67,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kiam_eks.components.agent import ONE_NODE_AT_A_TIME
+from kiam_eks.components.agent import rollout_wait, update_strategy
 from kiam_eks.contracts import kiam, names, tokens
 from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
 from kiam_eks.settings.agent import AgentSettings
@@ -122,7 +122,7 @@ def _retirement_patch(
             "annotations": {PATCH_FORCE_ANNOTATION: "true"},
         },
         spec={
-            "updateStrategy": ONE_NODE_AT_A_TIME,
+            "updateStrategy": update_strategy(args.settings.rollout),
             "template": {
                 "spec": {
                     "containers": [
@@ -137,7 +137,12 @@ def _retirement_patch(
             },
         },
         # Why kept: see the module docstring (a destroy would fail, a rollback would crash).
-        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+        # Awaited like the DaemonSet's own rollout, so it waits as long (components/agent.py).
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            retain_on_delete=True,
+            custom_timeouts=rollout_wait(args.settings.rollout),
+        ),
     )
 
 

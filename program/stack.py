@@ -31,6 +31,10 @@ def judge_change(settings: StackSettings) -> Transition:
     for verdict in transition.verdicts:
         # Diagnostics a preview shows under the resources: what the change does, and how.
         pulumi.log.info(f"{verdict.kind.value} change: {verdict}")
+    agents_roll = settings.adoption_state.stack_owns_agents and not settings.retire
+    if agents_roll or transition.roll_agents_before_retiring:
+        # How long an agent rollout takes on this cluster, beside the diff that may start one.
+        pulumi.log.info(f"agent rollout: {settings.agent.rollout.describe()}")
     return transition
 
 

@@ -25,7 +25,7 @@ class AdoptionSettings(Model):
     phase: Phase = Field(description="How far the move is: servers, takeover or complete.")
     agent_daemon_set_name: DnsLabel = Field(
         default=kiam.UPSTREAM_AGENT_DAEMON_SET,
-        description="Name of the running agent DaemonSet; taken over in place, one node at a time.",
+        description="Name of the running agent DaemonSet; taken over in place, rolling as `rollout` says.",
     )
     agent_pod_labels: dict[LabelKey, LabelValue] = Field(
         min_length=1,
@@ -111,7 +111,7 @@ class Adoption:
     program's."""
     agent_selector: Mapping[str, str]
     """The agent DaemonSet's `spec.selector.matchLabels`: the running one's, since selectors are
-    immutable and taking the DaemonSet over in place (one node at a time, never two agents on a
+    immutable and taking the DaemonSet over in place (a rolling update, never two agents on a
     node) means keeping it; otherwise the program's."""
     agent_extra_labels: Mapping[str, str]
     """Labels the agent ServiceAccount, DaemonSet and pods carry besides the program's: the

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from kiam_eks.contracts import go_regexp
+from kiam_eks.settings.agent_rollout import AgentRolloutSettings
 from kiam_eks.settings.base import (
     Duration,
     ExtraArg,
@@ -168,6 +169,11 @@ class AgentSettings(Model):
     resources: ResourceSettings = Field(
         default=ResourceSettings(cpu_request="20m", memory_request="48Mi", memory_limit="128Mi"),
         description="Requests and memory limit.",
+    )
+    rollout: AgentRolloutSettings = Field(
+        default=AgentRolloutSettings(),
+        description="How many agents restart at once when their template changes, and the "
+        "cluster size that sizes the rollout's estimate and `pulumi up`'s wait.",
     )
     log_level: LogLevel = Field(default="info", description="Log level.")
     priority_class_name: PriorityClassName = Field(

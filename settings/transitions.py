@@ -3,7 +3,7 @@
 A change of a setting is one of three things on a running cluster:
 
 - **safe**: the change keeps every pod's credentials flowing as it is applied (servers roll behind
-  their PodDisruptionBudget and `pulumi up` waits for them; agents roll one node at a time, each
+  their PodDisruptionBudget and `pulumi up` waits for them; agents roll `kiam:agent.rollout.maxUnavailable` nodes at a time, each
   taking over the metadata DNAT rule of the one it replaces);
 - **sequenced**: applied in one `pulumi up` only in the order that keeps credentials flowing,
   which the program arranges from what it knows was installed (`Transition`);
@@ -657,7 +657,7 @@ def _retire(prev: Installed, s: StackSettings) -> list[Verdict]:
         return [
             sequenced(
                 "kiam:retire",
-                "the agents roll one node at a time to --iptables-remove, then kiam is deleted, "
+                "the agents roll to --iptables-remove (kiam:agent.rollout), then kiam is deleted, "
                 "agents first, so each removes its rule as it stops; the application roles stay",
             )
         ]
@@ -697,7 +697,8 @@ SERVERS_ROLL = (
     "node), and `pulumi up` waits until every one is updated and available"
 )
 AGENTS_ROLL = (
-    "the agents roll one node at a time; each new agent, on the same port, holds the rule the one "
+    "the agents roll, kiam:agent.rollout.maxUnavailable nodes at a time; each new agent, on the "
+    "same port, holds the rule the one "
     "it replaces left (kiam's AppendUnique), so pods there are never sent elsewhere"
 )
 NODE_CHANGE = "see the node-change table (README, Operations): "
@@ -808,6 +809,12 @@ TABLE: tuple[Row, ...] = (
         AGENTS_ROLL + ". Turned off, the agents started with it remove their rule once more as "
         "they roll: pods on that node reach the node's own metadata service until the new agent "
         "starts, as on every restart while it was on.",
+    ),
+    Row(
+        "kiam:agent.rollout",
+        (Kind.SAFE,),
+        "Only how many agents a later rollout restarts at once and how long `pulumi up` waits for "
+        "it (the DaemonSet's update strategy and timeouts); no agent restarts.",
     ),
     Row("kiam:agent.*", (Kind.SAFE,), AGENTS_ROLL + "."),
     Row(

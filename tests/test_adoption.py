@@ -123,7 +123,7 @@ def test_phase_servers_leaves_the_old_service_and_agents_in_charge() -> None:
 
 @pytest.mark.parametrize("phase", ["takeover", "complete"])
 def test_takeover_adopts_the_agent_daemon_set_in_place(phase: str) -> None:
-    """Same name, namespace and (immutable) selector: one DaemonSet, rolled node by node, so two
+    """Same name, namespace and (immutable) selector: one DaemonSet, rolled in place, so two
     agents never hold the metadata iptables rule on one node."""
     rec = run_program(adoption_config(phase))
     (ds,) = rec.by_type("kubernetes:apps/v1:DaemonSet")
@@ -135,7 +135,7 @@ def test_takeover_adopts_the_agent_daemon_set_in_place(phase: str) -> None:
     assert pod_spec_labels(ds).items() >= OLD_AGENT_LABELS.items()
     assert ds.inputs["spec"]["updateStrategy"] == {
         "type": "RollingUpdate",
-        "rollingUpdate": {"maxUnavailable": 1},
+        "rollingUpdate": {"maxUnavailable": "10%"},
     }
     args = pod_spec(ds)["containers"][0]["args"]
     assert "--server-address=kiam-server.kube-system.svc.cluster.local:443" in args

@@ -6,7 +6,15 @@ from typing import Any
 
 from kiam_eks.contracts.labels import NODE_GROUP_LABEL
 from kiam_eks.settings import settings_from_stack_file
-from tools.fleet.gate import ClusterView, Expectation, agent_nodes, judge, run_gate
+from kiam_eks.settings.agent_rollout import AgentRolloutSettings
+from tools.fleet.gate import (
+    ClusterView,
+    Expectation,
+    agent_nodes,
+    gate_timeout,
+    judge,
+    run_gate,
+)
 from tools.mock_engine import PROJECT_DIR
 
 GROUP = "kiam-server-new"
@@ -211,3 +219,19 @@ def test_the_expectation_reads_a_stack_in_adoption_phase_servers() -> None:
     expect = Expectation.of(settings, {"nodeGroupName": GROUP})
     assert expect.exact_endpoints is False
     assert expect.agent_selector == dict(settings.adoption_state.agent_selector)
+
+
+def test_the_gate_waits_at_least_as_long_as_the_stacks_agent_rollout() -> None:
+    settings, _ = settings_from_stack_file(PROJECT_DIR / "stacks" / "Pulumi.dev.yaml")
+    # The dev stack's agents (10% of 100 nodes) are waited for 10 minutes: the fleet's own
+    # timeout holds, longer or shorter.
+    assert (gate_timeout(600, settings), gate_timeout(900, settings)) == (600, 900)
+    one_by_one = settings.model_copy(
+        update={
+            "agent": settings.agent.model_copy(
+                update={"rollout": AgentRolloutSettings(max_unavailable=1, nodes=80)}
+            )
+        }
+    )
+    # 80 restarts of 30 s, waited for 80 minutes by `pulumi up`: the gate waits as long.
+    assert gate_timeout(600, one_by_one) == 80 * 60

@@ -208,8 +208,9 @@ def test_the_plan_of_a_retired_stack_says_what_retirement_rolls_removes_and_keep
         "  cluster       dev in account 111122223333, eu-west-1, Kubernetes 1.33",
         "  retired       kiam:retire: the plan of the `pulumi up` that retires kiam (the stack's "
         "last outputs show it installed)",
-        "  rolls         the agents of DaemonSet kiam/kiam-agent to --iptables-remove, one node "
-        "at a time, before anything goes",
+        "  rolls         the agents of DaemonSet kiam/kiam-agent to --iptables-remove, 10 of 100 "
+        "nodes at a time (maxUnavailable 10%): 10 restarts of about 30s, about 5 min; `pulumi up` "
+        "waits up to 10 min, before anything goes",
         "  removes       28 resources of the install: Agent kiam-agent (2), Iam kiam-iam (7), "
         "Namespace kiam-namespace (1), Server kiam-server (6), ServerNodeGroup "
         "kiam-server-nodes (2), Tls kiam-tls (10)",

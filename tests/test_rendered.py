@@ -410,7 +410,9 @@ def test_plan_diff_judges_the_change_from_the_base_and_says_what_it_does(
     assert "--- base/tls/certrequest-kiam-tls-server.json" in out
     assert out.endswith(
         "What it does:\n"
-        "  - the agents restart (DaemonSet kiam-agent's pod template changes), one node at a time\n"
+        "  - the agents restart (DaemonSet kiam-agent's pod template changes), 10 of 100 nodes at "
+        "a time (maxUnavailable 10%): 10 restarts of about 30s, about 5 min; `pulumi up` waits "
+        "up to 10 min\n"
         "  - the servers restart (Deployment kiam-server's pod template changes), one server at a "
         "time\n"
         "  - certificates change (certrequest-kiam-tls-server): the TLS Secrets holding them are "

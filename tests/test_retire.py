@@ -136,7 +136,7 @@ def test_the_patch_rolls_the_running_agents_to_remove_their_rule(
             "annotations": {"pulumi.com/patchForce": "true"},
         },
         "spec": {
-            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
             "template": {
                 "spec": {
                     "containers": [
@@ -205,15 +205,16 @@ def test_a_new_stack_retired_from_its_first_up_rolls_nothing() -> None:
     assert sorted(new.stack_outputs) == ["applications", "installed"]
 
 
-def test_the_patch_is_kept_on_delete_and_waits_for_nothing(retired: Recording) -> None:
+def test_the_patch_is_kept_on_delete_and_waits_as_long_as_a_rollout(retired: Recording) -> None:
     patch = retired.one(tokens.DAEMON_SET_PATCH)
     component = retired.one(RETIREMENT)
     assert patch.retain_on_delete is True
     assert patch.parent == component.urn
     assert component.parent == retired.one(KIAM).urn
     assert patch.dependencies == ()
-    # The DaemonSet's own await (10 minutes) bounds the roll, as it bounds the agents' updates.
-    assert patch.custom_timeouts == {}
+    # Awaited as long as the DaemonSet's own rollout (kiam:agent.rollout): 10% of the nodes at a
+    # time take at most 10 restarts of 30 s, waited for twice over.
+    assert patch.custom_timeouts == {"create": "10m", "update": "10m"}
     assert patch.ignore_changes == ()
 
 

@@ -252,6 +252,15 @@ CHANGES: dict[str, tuple[Change, Kind | dict[str, Kind]]] = {
     ),
     "kiam:server.extraArgs": (setting("server", "extraArgs", ["--fetchers=16"]), Kind.SAFE),
     "kiam:agent.image": (setting("agent", "image", "quay.io/uswitch/kiam:v4.2.1"), Kind.SAFE),
+    "kiam:agent.rollout.maxUnavailable": (
+        setting("agent", "rollout", {"maxUnavailable": 3}),
+        Kind.SAFE,
+    ),
+    "kiam:agent.rollout.nodes": (setting("agent", "rollout", {"nodes": 400}), Kind.SAFE),
+    "kiam:agent.rollout.restartSeconds": (
+        setting("agent", "rollout", {"restartSeconds": 20}),
+        Kind.SAFE,
+    ),
     "kiam:agent.hostInterface": (setting("agent", "hostInterface", "!eth0"), Kind.SAFE),
     "kiam:agent.port": (
         setting("agent", "port", 8282),

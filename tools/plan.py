@@ -121,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         validated = validator(plan, settings.cluster)
 
     if args.diff:
-        result = diff_plans(read_plan_dir(args.diff), plan.files())
+        result = diff_plans(
+            read_plan_dir(args.diff), plan.files(), settings.agent.rollout.describe()
+        )
         print(report(result))
         if args.out:
             write(plan, args.out)
@@ -299,6 +301,7 @@ def _install_lines(s: StackSettings, outputs: dict[str, Any]) -> list[str]:
             if adoption.stack_owns_agents
             else "agents        the running install's, through its Service (migration phase servers)"
         ),
+        *([f"agent rollout {agent.rollout.describe()}"] if adoption.stack_owns_agents else []),
         f"IAM           server may assume {', '.join(outputs.get('applicationRolePatterns') or [])}",
         *(
             [
@@ -342,7 +345,7 @@ def _retirement_lines(s: StackSettings, recording: Any, install: Any) -> list[st
     )
     return [
         "retired       kiam:retire: the plan of the `pulumi up` that retires kiam (the stack's last outputs show it installed)",
-        f"rolls         the agents of DaemonSet {daemon_set} to --iptables-remove, one node at a time, before anything goes",
+        f"rolls         the agents of DaemonSet {daemon_set} to --iptables-remove, {s.agent.rollout.describe()}, before anything goes",
         f"removes       {len(removed)} resources of the install: "
         + ", ".join(f"{name} ({count})" for name, count in sorted(parts.items())),
         f"keeps         {len(kept)} resources of the applications: "

@@ -50,8 +50,12 @@ def read_plan_dir(path: Path) -> dict[str, str]:
     return files
 
 
-def diff_plans(base: dict[str, str], head: dict[str, str]) -> PlanDiff:
-    """Unified diffs of every object that was added, changed or removed, in path order."""
+def diff_plans(
+    base: dict[str, str], head: dict[str, str], agent_rollout: str | None = None
+) -> PlanDiff:
+    """Unified diffs of every object that was added, changed or removed, in path order;
+    `agent_rollout` says how the agents roll on the stack's cluster, when the settings are known
+    (`AgentRolloutSettings.describe`)."""
     objects = {k for k in base | head if k.split("/", 1)[0] in OBJECT_FOLDERS}
     added: list[str] = []
     changed: list[str] = []
@@ -75,11 +79,13 @@ def diff_plans(base: dict[str, str], head: dict[str, str]) -> PlanDiff:
         added=added,
         changed=changed,
         removed=removed,
-        consequences=consequences(base, head),
+        consequences=consequences(base, head, agent_rollout),
     )
 
 
-def consequences(base: dict[str, str], head: dict[str, str]) -> list[str]:
+def consequences(
+    base: dict[str, str], head: dict[str, str], agent_rollout: str | None = None
+) -> list[str]:
     """What a reviewer must not miss: pods that restart or stop, a namespace deleted with
     everything in it, certificates re-issued, the server node group replaced."""
     out: list[str] = []
@@ -93,7 +99,11 @@ def consequences(base: dict[str, str], head: dict[str, str]) -> list[str]:
         elif what and new is None:
             out.append(f"{what} stop: {kind} {name} is deleted")
         elif what and old is not None and _template(old) != _template(new):
-            step = "one node at a time" if kind == "DaemonSet" else "one server at a time"
+            step = (
+                "one server at a time"
+                if kind == "Deployment"
+                else agent_rollout or f"{_max_unavailable(new)} nodes at a time"
+            )
             out.append(f"{what} restart ({kind} {name}'s pod template changes), {step}")
     certificates = sorted(
         f.removeprefix("tls/").removesuffix(".json")
@@ -125,6 +135,11 @@ def _objects(files: dict[str, str]) -> dict[tuple[str, str], Any]:
             meta = obj.get("metadata") or {}
             found[(str(obj.get("kind")), str(meta.get("name")))] = obj
     return found
+
+
+def _max_unavailable(daemon_set: Any) -> Any:
+    strategy = (daemon_set.get("spec") or {}).get("updateStrategy") or {}
+    return (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
 
 
 def _template(obj: Any) -> Any:

@@ -47,12 +47,23 @@ def test_an_agent_is_applied_with_force_only_when_asked() -> None:
     assert (args.force_apply, args.pod_annotations) == (False, None)
 
 
-def test_agents_roll_one_node_at_a_time(agent: Any) -> None:
-    # The agent holds a host port: no surge, and never more than one node without its agent.
+def test_agents_roll_a_tenth_of_the_nodes_at_a_time_and_up_waits_ten_minutes(agent: Any) -> None:
+    # The agent holds a host port: no surge. 10% of 100 nodes, 30 s each: 10 restarts, 5 min;
+    # twice that is the provider's own 10 minutes.
     assert agent.inputs["spec"]["updateStrategy"] == {
         "type": "RollingUpdate",
-        "rollingUpdate": {"maxUnavailable": 1},
+        "rollingUpdate": {"maxUnavailable": "10%"},
     }
+    assert agent.custom_timeouts == {"create": "10m", "update": "10m"}
+
+
+def test_a_count_rolls_that_many_and_up_waits_twice_the_rollout() -> None:
+    rollout = {"maxUnavailable": 2, "nodes": 90, "restartSeconds": 20}
+    run = run_program(base_config(agent={"rollout": rollout}))
+    daemon_set = run.one(DAEMON_SET)
+    assert daemon_set.inputs["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 2}
+    # 45 restarts of 20 s: 15 min, waited for 30.
+    assert daemon_set.custom_timeouts == {"create": "30m", "update": "30m"}
 
 
 def test_the_probes_exactly(agent: Any) -> None:

@@ -29,6 +29,7 @@ def test_the_defaults_exactly() -> None:
         "gateway_timeout_creation": "1s",
         "tolerations": [],
         "resources": {"cpu_request": "20m", "memory_request": "48Mi", "memory_limit": "128Mi"},
+        "rollout": {"max_unavailable": "10%", "nodes": 100, "restart_seconds": 30},
         "log_level": "info",
         "priority_class_name": "system-node-critical",
         "extra_args": [],

@@ -24,7 +24,7 @@ from kiam_eks.settings.stack import StackSettings
 from tools.fleet.adoption import KEY_PATH, PHASES, refusal
 from tools.fleet.engine import AutomationEngine, Engine
 from tools.fleet.fleet_file import DEFAULT_FLEET_FILE, FleetFile, FleetFileError, load_fleet_file
-from tools.fleet.gate import Expectation, read_cluster, run_gate
+from tools.fleet.gate import Expectation, gate_timeout, read_cluster, run_gate
 from tools.fleet.kubeconfig import kubeconfig_for
 from tools.fleet.preview import preview_fleet
 from tools.fleet.report import markdown_table, text_table
@@ -175,7 +175,7 @@ def _up(fleet: FleetFile, factory: EngineFactory, planned: list, args: argparse.
         result = run_gate(
             lambda: read_cluster(api, expect),
             expect,
-            timeout=fleet.gate.timeout_seconds,
+            timeout=gate_timeout(fleet.gate.timeout_seconds, settings[stack]),
             poll=fleet.gate.poll_seconds,
             soak=wave.soak_seconds,
             progress=progress,

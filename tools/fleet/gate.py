@@ -53,6 +53,13 @@ class Expectation:
         )
 
 
+def gate_timeout(fleet_seconds: int, settings: StackSettings) -> int:
+    """How long the gate waits for a stack's cluster: the fleet file's `gate.timeout`, or longer
+    when the stack's agents may take longer to roll (`kiam:agent.rollout`), so a large cluster's
+    wave is not stopped by a gate shorter than the rollout its own `pulumi up` waits for."""
+    return max(fleet_seconds, settings.agent.rollout.wait_minutes * 60)
+
+
 @dataclass(frozen=True)
 class ClusterView:
     """The objects the gate reads, as the API returns them."""

@@ -7,6 +7,7 @@ registration with what the real engine would act on: parent, dependencies, optio
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import runpy
@@ -384,10 +385,46 @@ def _stack_outputs() -> dict[str, Any]:
     """The values `pulumi.export` gave; under mocks the root stack never registers them itself."""
     root = runtime_settings.get_root_resource()
     exported = getattr(root, "outputs", {}) or {}
-    return {
-        key: _sync_await(pulumi.Output.from_input(value).future(with_unknowns=True))
-        for key, value in exported.items()
-    }
+    return {key: _resolved(value) for key, value in exported.items()}
+
+
+def _resolved(value: Any) -> Any:
+    """`value` with every Output in it replaced by what it resolves to (unknowns as the SDK's
+    UNKNOWN), as `Output.from_input(value).future()` gives it, but awaiting every Output of the
+    structure at once: lifting a nested dict builds an Output per level, which at 1,000
+    applications cost a third of the plan (docs/performance.md)."""
+    outputs: dict[int, pulumi.Output[Any]] = {}
+
+    def collect(v: Any) -> None:
+        if isinstance(v, pulumi.Output):
+            outputs[id(v)] = v
+        elif isinstance(v, dict):
+            for item in v.values():
+                collect(item)
+        elif isinstance(v, list | tuple):
+            for item in v:
+                collect(item)
+
+    collect(value)
+    if not outputs:
+        return value
+
+    async def gather() -> list[Any]:
+        return list(await asyncio.gather(*(o.future(with_unknowns=True) for o in outputs.values())))
+
+    found = dict(zip(outputs, _sync_await(gather()), strict=True))
+
+    def substitute(v: Any) -> Any:
+        if isinstance(v, pulumi.Output):
+            return found[id(v)]
+        if isinstance(v, dict):
+            return {k: substitute(item) for k, item in v.items()}
+        if isinstance(v, list | tuple):
+            return [substitute(item) for item in v]
+        return v
+
+    # An Output may resolve to a structure holding Outputs of its own.
+    return _resolved(substitute(value))
 
 
 def _unwrap(value: Any, path: str, secret_paths: list[str]) -> Any:

@@ -832,6 +832,16 @@ TABLE: tuple[Row, ...] = (
         _iam,
     ),
     Row(
+        "kiam:iam.managedPoliciesPerRole",
+        (Kind.SAFE,),
+        "Only how many customer managed policies the kiam-server role's exact permission may "
+        "spread over (raise IAM's quota L-0DA4ABF3 first). Each role ARN stays in the document "
+        "the last update put it in (the `installed` output); one that must move is added to its "
+        "new document before the old one is detached, since the engine deletes only after every "
+        "create and update, and the inline policy waits for every attachment: the permission "
+        "never narrows mid-update.",
+    ),
+    Row(
         "kiam:iam.*",
         (Kind.SAFE,),
         "Changes what the servers may assume; every application role must still match (checked "

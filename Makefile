@@ -6,7 +6,7 @@ STACK ?= dev
 E2E_VENV := .venv-e2e
 E2E_BIN := $(E2E_VENV)/bin
 
-.PHONY: install policy-pack plan plans test lint typecheck bench clean mutation mutation-changed e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
+.PHONY: install policy-pack plan plans test lint typecheck bench clean mutation mutation-changed e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench e2e-scale sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
 
 # Each target installs what it runs and no more: `pulumi up` needs only requirements.txt (the
 # deploy job installs nothing else), the offline plan adds its validators, the tests add the test,
@@ -123,11 +123,15 @@ e2e: e2e-install  ## The real-engine suite: real CLI, provider, control plane (m
 e2e-bench: e2e-install  ## The dev stack on the real engine against the engine's floor
 	$(E2E_BIN)/python -m e2e.bench
 
+e2e-scale: e2e-install  ## The scale scenarios at full size: 100 workload nodes, agents 10 s to start (minutes)
+	KIAM_E2E_SCALE=full $(E2E_BIN)/python -m pytest e2e/tests/test_scale.py -v --durations=5
+
 e2e-fleet-bench: e2e-install  ## The fleet scenario, also timing the same previews one CLI run after another
 	KIAM_E2E_FLEET_BENCH=1 $(E2E_BIN)/python -m pytest e2e/tests/test_fleet.py -v -s
 
-sandbox: sandbox-toolchain $(E2E_BIN)/.installed  ## A local cluster running a stack: make sandbox STACK=dev (or CONFIG=path)
-	$(E2E_BIN)/python -m e2e.sandbox up $(if $(CONFIG),--config-file $(CONFIG),--stack $(STACK))
+sandbox: sandbox-toolchain $(E2E_BIN)/.installed  ## A local cluster running a stack: make sandbox STACK=dev (or CONFIG=path; NODES=200 POD_START=10s POD_STOP=2s)
+	$(E2E_BIN)/python -m e2e.sandbox up $(if $(CONFIG),--config-file $(CONFIG),--stack $(STACK)) \
+		$(if $(NODES),--nodes $(NODES)) $(if $(POD_START),--pod-start $(POD_START)) $(if $(POD_STOP),--pod-stop $(POD_STOP))
 
 sandbox-down:  ## Stop the sandbox and remove its state
 	$(E2E_BIN)/python -m e2e.sandbox down

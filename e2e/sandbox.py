@@ -2,7 +2,13 @@
 preview` and `pulumi up` run on it, left running so you can look around with kubectl.
 
     python -m e2e.sandbox up --stack dev              # or --config-file path/to/Pulumi.x.yaml
+    python -m e2e.sandbox up --stack dev --nodes 200 --pod-start 10s --pod-stop 2s
     python -m e2e.sandbox down
+
+`--nodes` is the number of workload nodes (3 unless given); `--pod-start` and `--pod-stop` how
+long every pod takes to turn Ready and to go once deleted (none unless given), so a rollout
+takes as long as on your cluster. The timing is the control plane's: it is set when the sandbox
+starts, and a running sandbox keeps its own.
 
 Running `up` again applies the (changed) stack file to the running sandbox: that is how a change
 is rehearsed before it touches a real cluster. Exit codes as the offline plan's: 2 for invalid
@@ -19,13 +25,15 @@ import sys
 from pathlib import Path
 
 from e2e.harness import toolchain
-from e2e.harness.cluster import ControlPlane
+from e2e.harness.cluster import ControlPlane, PodTiming
 from e2e.harness.environment import Environment
 from e2e.harness.kube import Kube
 from e2e.harness.pulumi import PulumiCommandError, install_provider
+from e2e.harness.shape import WORKERS
 from e2e.harness.watcher import Watcher
 from kiam_eks.contracts import names
 from kiam_eks.settings import SettingsError
+from kiam_eks.settings.base import duration_seconds, is_duration
 from kiam_eks.settings.loader import settings_from_stack_file, stack_name_of
 from tools.stack_source import add_stack_source, stack_file_of
 
@@ -37,7 +45,7 @@ def sandbox_root() -> Path:
     return cache / "kiam-eks" / "sandbox"
 
 
-def up(stack_file: Path) -> int:
+def up(stack_file: Path, workers: int = WORKERS, timing: PodTiming | None = None) -> int:
     try:
         settings, _ = settings_from_stack_file(stack_file)
     except SettingsError as error:
@@ -61,14 +69,16 @@ def up(stack_file: Path) -> int:
         env = Environment(root, bin_dir, plane, Kube(plane.kubeconfig, bin_dir / "kubectl"))
         install_provider(root / "pulumi-home", bin_dir)
         print(f"sandbox: using the running control plane ({plane.kubeconfig})")
+        if timing is not None:
+            print("sandbox: pod timing is set when the sandbox starts; this one keeps its own")
     else:
         print(
             "sandbox: starting a control plane (kube-apiserver, controller-manager, scheduler, etcd, kwok)"
         )
-        env = Environment.start(root, bin_dir, CLUSTER_NAME)
+        env = Environment.start(root, bin_dir, CLUSTER_NAME, timing or PodTiming())
     root.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps({"stack": stack_name}))
-    env.shape_for(stack_file)
+    env.shape_for(stack_file, workers)
     stack = env.stack(stack_name)
     namespace = settings.namespace.name
     # Watched while it changes, as the real-engine suite watches: a change that took every server
@@ -141,11 +151,37 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     start = commands.add_parser("up", help="create or update the sandbox for a stack")
     add_stack_source(start, stack_help="a stack in stacks/ (e.g. dev)", file_help="any stack file")
+    start.add_argument(
+        "--nodes", type=_nodes, default=WORKERS, help=f"workload nodes (default {WORKERS})"
+    )
+    start.add_argument(
+        "--pod-start", type=_seconds, help="how long a pod takes to turn Ready, e.g. 10s"
+    )
+    start.add_argument(
+        "--pod-stop", type=_seconds, help="how long a deleted pod takes to go, e.g. 2s"
+    )
     commands.add_parser("down", help="stop the sandbox and remove its state")
     args = parser.parse_args(argv)
     if args.command == "down":
         return down()
-    return up(stack_file_of(args, root=toolchain.REPO))
+    timing = (
+        PodTiming(args.pod_start or 0, args.pod_stop or 0)
+        if args.pod_start is not None or args.pod_stop is not None
+        else None
+    )
+    return up(stack_file_of(args, root=toolchain.REPO), args.nodes, timing)
+
+
+def _nodes(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 1000:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of nodes from 1 to 1000")
+    return int(value)
+
+
+def _seconds(value: str) -> int:
+    if not is_duration(value) or duration_seconds(value) > 600:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a duration such as 10s (at most 10m)")
+    return duration_seconds(value)
 
 
 if __name__ == "__main__":

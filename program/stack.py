@@ -33,7 +33,9 @@ def judge_change(settings: StackSettings) -> Transition:
         pulumi.log.info(f"{verdict.kind.value} change: {verdict}")
     agents_roll = settings.adoption_state.stack_owns_agents and not settings.retire
     if agents_roll or transition.roll_agents_before_retiring:
-        # How long an agent rollout takes on this cluster, beside the diff that may start one.
+        # How long a rollout of the agents takes on this cluster, beside any diff that starts one:
+        # the program cannot know whether this update changes their template (the engine diffs
+        # it), so every preview says it.
         pulumi.log.info(f"agent rollout: {settings.agent.rollout.describe()}")
     return transition
 

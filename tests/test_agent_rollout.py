@@ -110,14 +110,34 @@ def test_the_agents_wait_fits_the_deploy_job_with_the_node_group_and_the_servers
     assert node_group_minutes + servers_minutes + MAX_WAIT_MINUTES == job_minutes
 
 
-def test_the_preview_says_how_long_the_agents_roll(monkeypatch: pytest.MonkeyPatch) -> None:
+def said_during(monkeypatch: pytest.MonkeyPatch, run: Any) -> list[str]:
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "info", lambda message, *_, **__: said.append(message))
-    run_program(base_config(agent={"rollout": {"nodes": 40}}))
-    assert [m for m in said if m.startswith("agent rollout:")] == [
+    run()
+    monkeypatch.undo()
+    return [m for m in said if m.startswith("agent rollout:")]
+
+
+def test_every_preview_says_how_long_the_agents_roll(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = base_config(agent={"rollout": {"nodes": 40}})
+    assert said_during(monkeypatch, lambda: run_program(config)) == [
         "agent rollout: 4 of 40 nodes at a time (maxUnavailable 10%): 10 restarts of about 30s, "
         "about 5 min; `pulumi up` waits up to 10 min"
     ]
+    # A retired stack has no agents to roll: nothing to say.
+    installed = run_program(config)
+    retired = run_main(
+        {**config, "kiam:retire": True}, stack="test", last_outputs=installed.stack_outputs
+    )
+    assert (
+        said_during(
+            monkeypatch,
+            lambda: run_main(
+                {**config, "kiam:retire": True}, stack="test", last_outputs=retired.stack_outputs
+            ),
+        )
+        == []
+    )
 
 
 def test_the_retirement_roll_waits_as_the_agents_rollout() -> None:

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from e2e.harness import stack_yaml
-from e2e.harness.cluster import ControlPlane
+from e2e.harness.cluster import INSTANT, ControlPlane, PodTiming
 from e2e.harness.drainer import Drainer
 from e2e.harness.kiam_chain import KiamChain
 from e2e.harness.kube import Kube, is_ready, selector
 from e2e.harness.node_rules import NodeRulesModel
 from e2e.harness.pulumi import PulumiStack, install_provider
-from e2e.harness.shape import ClusterShape, shape_of
+from e2e.harness.shape import WORKERS, ClusterShape, shape_of
 from kiam_eks.contracts.labels import NODE_GROUP_LABEL, Role, selector_labels
 from kiam_eks.settings.loader import settings_from_stack_file
 from kiam_eks.settings.stack import StackSettings
@@ -42,9 +42,11 @@ class Environment:
         self._modelling.__enter__()
 
     @classmethod
-    def start(cls, root: Path, bin_dir: Path, name: str) -> Environment:
+    def start(
+        cls, root: Path, bin_dir: Path, name: str, timing: PodTiming = INSTANT
+    ) -> Environment:
         plane = ControlPlane(name=name, workdir=root / "cluster", bin_dir=bin_dir)
-        kube = plane.start()
+        kube = plane.start(timing)
         install_provider(root / "pulumi-home", bin_dir)
         return cls(root=root, bin_dir=bin_dir, plane=plane, kube=kube)
 
@@ -69,10 +71,13 @@ class Environment:
             state_dir=self.root / "state" / name,
         )
 
-    def shape_for(self, stack_file: Path) -> tuple[StackSettings, ClusterShape]:
-        """Validate the stack file, then give the cluster the nodes and namespaces it expects."""
+    def shape_for(
+        self, stack_file: Path, workers: int = WORKERS
+    ) -> tuple[StackSettings, ClusterShape]:
+        """Validate the stack file, then give the cluster the nodes and namespaces it expects,
+        with `workers` workload nodes."""
         settings, _ = settings_from_stack_file(stack_file)
-        shape = shape_of(settings)
+        shape = shape_of(settings, workers)
         shape.apply(self.kube)
         return settings, shape
 

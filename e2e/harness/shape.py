@@ -65,10 +65,11 @@ def taint_for(toleration: TolerationSettings) -> dict[str, str]:
     }
 
 
-def shape_of(settings: StackSettings) -> ClusterShape:
+def shape_of(settings: StackSettings, workers: int = WORKERS) -> ClusterShape:
+    """The cluster a stack expects, with `workers` untainted workload nodes across its zones."""
     region = settings.cluster.region
     zones = sorted(set(node_zones(settings.node_group, region)))
-    nodes = [_node(f"worker-{i}", zones[i % len(zones)], region, taints=[]) for i in range(WORKERS)]
+    nodes = [_node(f"worker-{i}", zones[i % len(zones)], region, taints=[]) for i in range(workers)]
     for i, toleration in enumerate(settings.agent.tolerations):
         nodes.append(_node(f"tolerated-{i}", zones[0], region, taints=[taint_for(toleration)]))
     nodes.append(_node("untolerated-0", zones[-1], region, taints=[UNTOLERATED_TAINT]))
@@ -81,8 +82,10 @@ def shape_of(settings: StackSettings) -> ClusterShape:
 
 
 def _node(name: str, zone: str, region: str, taints: list[dict[str, str]]) -> dict[str, Any]:
-    # A stable, distinct address per node name (host-network pods, the agents, get it).
-    address = f"10.0.{sum(name.encode()) % 250}.{10 + int(name.rsplit('-', 1)[1])}"
+    # A stable, distinct address per node name (host-network pods, the agents, get it); past the
+    # first 240 of a kind, the second octet counts the hundreds.
+    index = int(name.rsplit("-", 1)[1])
+    address = f"10.{index // 240}.{sum(name.encode()) % 250}.{10 + index % 240}"
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -17,9 +17,10 @@ import pytest
 import yaml
 
 from e2e.harness import toolchain
+from e2e.harness.cluster import INSTANT, PodTiming
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.pulumi import PulumiStack, type_and_name
-from e2e.harness.shape import ClusterShape
+from e2e.harness.shape import WORKERS, ClusterShape
 from kiam_eks.settings.loader import example_stacks, stack_file_for
 
 EXAMPLE_STACKS = example_stacks(toolchain.REPO)
@@ -43,11 +44,14 @@ def session_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @contextmanager
-def fresh_environment(session_root: Path, bin_dir: Path, label: str) -> Iterator[Environment]:
-    """A control plane of its own, stopped (and its processes gone) when the block ends."""
+def fresh_environment(
+    session_root: Path, bin_dir: Path, label: str, timing: PodTiming = INSTANT
+) -> Iterator[Environment]:
+    """A control plane of its own, its pods taking `timing` to start and stop, stopped (and its
+    processes gone) when the block ends."""
     index = next(_clusters)
     environment = Environment.start(
-        session_root / f"{index}-{label}", bin_dir, name=f"e2e-{os.getpid()}-{index}"
+        session_root / f"{index}-{label}", bin_dir, name=f"e2e-{os.getpid()}-{index}", timing=timing
     )
     try:
         yield environment
@@ -103,10 +107,13 @@ def with_changes(config: dict[str, Any], **sections: dict[str, Any]) -> dict[str
     return changed
 
 
-def deploy(env: Environment, name: str, config: dict[str, Any]) -> tuple[PulumiStack, ClusterShape]:
-    """Shape the cluster for this config, and create its stack (nothing is deployed yet)."""
+def deploy(
+    env: Environment, name: str, config: dict[str, Any], workers: int = WORKERS
+) -> tuple[PulumiStack, ClusterShape]:
+    """Shape the cluster for this config (with `workers` workload nodes), and create its stack
+    (nothing is deployed yet)."""
     stack_file = write_stack_file(env.root / "stack-files" / f"Pulumi.{name}.yaml", config)
-    _, shape = env.shape_for(stack_file)
+    _, shape = env.shape_for(stack_file, workers)
     stack = env.stack(name)
     stack.create(stack_file)
     return stack, shape
@@ -144,6 +151,7 @@ LONGEST_FIRST = (
     "test_monitoring",  # 47 s
     "test_destroy",  # 38 s
     "test_kiam_usage",  # 16 s
+    "test_scale",  # the CI shape (KIAM_E2E_SCALE=ci); `make e2e-scale` runs it alone at full size
 )
 
 

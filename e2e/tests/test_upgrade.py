@@ -2,12 +2,14 @@
 dev stack installed by the program as it was before its modules moved into the package (commit
 BEFORE_PACKAGE, taken from this repository's own history), updated by the program as it was
 before `Kiam` took public arguments (BEFORE_PUBLIC_KIAM), then previewed with today's program,
-shows no change at either step. The mock engine shows the same for every state's URNs
+shows no change at either step but one: the agents' update strategy (10% of the nodes at a
+time, where they rolled one), updated in place with no agent restarted. The mock engine shows the same for every state's URNs
 (tests/test_package.py); this is the real engine, provider and state file saying it."""
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import tarfile
 from pathlib import Path
 
 from e2e.harness.environment import Environment
-from e2e.harness.pulumi import PROGRAM_DIR
+from e2e.harness.pulumi import PROGRAM_DIR, type_and_name
 from e2e.harness.toolchain import REPO
 from e2e.tests.conftest import deploy, example_config
 
@@ -86,7 +88,24 @@ def test_the_package_upgrades_a_running_install_with_no_change(env: Environment)
     del stack.extra_env["PYTHONPATH"]
     stack.program_dir = PROGRAM_DIR
     stack.create(stack.stack_file)
+    # Today's program changes one thing of a running install: the agents now roll 10% of the
+    # nodes at a time (kiam:agent.rollout) where they rolled one: the DaemonSet's update strategy,
+    # updated in place, its pod template untouched, so no agent restarts.
+    agents = sorted(p["metadata"]["name"] for p in env.pods("kiam", "agent"))
+    steps = json.loads(stack.preview("--json").stdout).get("steps") or []
+    changed = [s for s in steps if s["op"] not in ("same", "read")]
+    assert [(type_and_name(s["urn"]), s["op"]) for s in changed] == [
+        (("kubernetes:apps/v1:DaemonSet", "kiam-agent"), "update")
+    ]
+    old, new = (changed[0][state]["inputs"]["spec"] for state in ("oldState", "newState"))
+    assert old["template"] == new["template"]
+    assert (old["updateStrategy"], new["updateStrategy"]) == (
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
+    )
+    stack.up()
     stack.preview("--expect-no-changes", "--diff")
     stack.up("--expect-no-changes")
     assert sorted(r["urn"] for r in stack.resources()) == installed
+    assert sorted(p["metadata"]["name"] for p in env.pods("kiam", "agent")) == agents
     stack.destroy()

@@ -14,6 +14,7 @@ from typing import Any
 from kiam_eks.contracts.labels import NODE_GROUP_LABEL, selector_labels
 from kiam_eks.contracts.rollouts import ENDPOINT_SLICE_SERVICE_LABEL
 from kiam_eks.settings.agent import TolerationSettings
+from kiam_eks.settings.agent_rollout import WAIT_MARGIN
 from kiam_eks.settings.stack import StackSettings
 from tools.kube_api import KubeApi, is_ready, selector
 
@@ -54,10 +55,13 @@ class Expectation:
 
 
 def gate_timeout(fleet_seconds: int, settings: StackSettings) -> int:
-    """How long the gate waits for a stack's cluster: the fleet file's `gate.timeout`, or longer
-    when the stack's agents may take longer to roll (`kiam:agent.rollout`), so a large cluster's
-    wave is not stopped by a gate shorter than the rollout its own `pulumi up` waits for."""
-    return max(fleet_seconds, settings.agent.rollout.wait_minutes * 60)
+    """How long the gate waits for a stack's cluster: the fleet file's `gate.timeout`, but never
+    less than two agent restarts as the stack declares them (`kiam:agent.rollout.restartSeconds`).
+    The stack's `pulumi up` has already waited for its whole agent rollout (the DaemonSet's
+    timeouts follow the rollout, components/agent.py), so the gate need not wait for it again:
+    only for the agent of a node that joined meanwhile to start, which takes one restart. A gate
+    as long as the rollout would hold a wave that long on a cluster already known unhealthy."""
+    return max(fleet_seconds, settings.agent.rollout.restart_seconds * WAIT_MARGIN)
 
 
 @dataclass(frozen=True)

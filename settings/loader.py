@@ -14,6 +14,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from kiam_eks.contracts.pulumi_config import (
+    CONFIG_VARIABLE,
+    MAX_ARG_STRLEN,
+    config_environment_bytes,
+    value_text,
+)
 from kiam_eks.settings.base import UNDECRYPTED_SECRET, model_class
 from kiam_eks.settings.stack import StackSettings
 
@@ -102,9 +108,31 @@ def read_stack_file(path: Path) -> dict[str, Any]:
 def settings_from_stack_file(path: Path) -> tuple[StackSettings, dict[str, Any]]:
     """Validated settings of a stack file, and its whole `config:` map (for the mock engine)."""
     config = read_stack_file(path)
+    _check_config_size(config, str(path))
     prefix = f"{NAMESPACE}:"
     values = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
     return settings_from_values(values, str(path)), config
+
+
+def _check_config_size(config: Mapping[str, Any], source: str) -> None:
+    """Refuse a configuration Pulumi could not hand to the program (contracts/pulumi_config.py):
+    the `up` would fail before the program starts, with nothing of this stack's to say why."""
+    size = config_environment_bytes(config)
+    if size <= MAX_ARG_STRLEN:
+        return
+    largest = max(config, key=lambda k: len(value_text(config[k])))
+    raise SettingsError(
+        source,
+        [
+            f"the configuration is {size:,} bytes as Pulumi hands it to the program (the "
+            f"environment variable {CONFIG_VARIABLE}), {largest} {len(value_text(config[largest])):,} "
+            f"of them; Linux refuses one environment string over {MAX_ARG_STRLEN:,} bytes, so "
+            '`pulumi preview` and `pulumi up` would fail before the program starts ("argument '
+            'list too long"): make it smaller by '
+            f"{size - MAX_ARG_STRLEN:,} bytes, for example by giving roles the stack creates "
+            "managedPolicyArns instead of inlinePolicies"
+        ],
+    )
 
 
 def _parse(key: str, value: Any) -> Any:

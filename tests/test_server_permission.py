@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from kiam_eks.contracts.iam_quotas import MANAGED_POLICY_CHARACTERS, ROLE_INLINE_POLICY_CHARACTERS
+from kiam_eks.contracts.pulumi_config import MAX_ARG_STRLEN, config_environment_bytes
 from kiam_eks.settings import SettingsError
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.policy_document import policy_characters
@@ -79,8 +80,21 @@ def test_a_stack_past_the_quotas_is_refused_before_anything_is_registered(
     with pytest.raises(SettingsError) as raised:
         settings_from_values({k.removeprefix("kiam:"): v for k, v in config.items()}, "scale")
     assert "1120 roles by exact ARN" in str(raised.value)
+    # A stack file of 1,400 applications is past what Pulumi can hand a program at all
+    # (contracts/pulumi_config.py); one of 600 roles with long names is past IAM's quotas first.
+    long_named = {
+        **scale_stack.scale_stack(10)["config"],
+        "kiam:applications": {
+            f"app-{i:04d}": {
+                "namespace": f"team-{i % 20:02d}",
+                "roleArn": f"arn:aws:iam::444455556666:role/teams/{'long-path-' * 9}/app-{i:04d}",
+            }
+            for i in range(600)
+        },
+    }
     stack = tmp_path / "Pulumi.big.yaml"
-    stack.write_text(yaml.safe_dump({"config": config}))
+    stack.write_text(yaml.safe_dump({"config": long_named}))
+    assert config_environment_bytes(long_named) < MAX_ARG_STRLEN
     assert plan.main(["--config-file", str(stack), "--no-validate"]) == plan.EXIT_INVALID_SETTINGS
     assert "LimitExceeded" in capsys.readouterr().err
 

@@ -1,0 +1,207 @@
+"""The pure parts of `python -m e2e.scale_tools` (the pods it makes of the stack's outputs, how it
+judges the tools' answers, how it measures) and `python -m e2e.bench --applications`'s choice of
+stack; nothing here starts a control plane."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from e2e import bench, scale_tools
+from e2e.harness import toolchain
+from e2e.harness.app_pods import Workload
+from kiam_eks.contracts.labels import ROLE_ANNOTATION
+
+OUTPUTS = {
+    "team-00-app-0000": {
+        "servedBy": "kiam",
+        "podAnnotation": {ROLE_ANNOTATION: "team-00/team-00-app-0000"},
+        "serviceAccount": None,
+    },
+    "team-01-app-0009": {
+        "servedBy": "kiam+irsa",
+        "podAnnotation": {ROLE_ANNOTATION: "arn:aws:iam::111122223333:role/teams/x"},
+        "serviceAccount": {
+            "name": "team-01-app-0009",
+            "namespace": "team-01",
+            "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/teams/x"},
+        },
+    },
+}
+
+
+def test_each_application_runs_under_its_annotation_and_its_service_account() -> None:
+    assert scale_tools.workloads_of(OUTPUTS) == [
+        Workload("team-00-app-0000", "team-00", "default", "team-00/team-00-app-0000"),
+        Workload(
+            "team-01-app-0009",
+            "team-01",
+            "team-01-app-0009",
+            "arn:aws:iam::111122223333:role/teams/x",
+        ),
+    ]
+    assert scale_tools.service_accounts(OUTPUTS) == [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": "team-01-app-0009",
+                "namespace": "team-01",
+                "annotations": {
+                    "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/teams/x"
+                },
+            },
+        }
+    ]
+
+
+def test_pods_go_round_the_applications_with_one_in_25_not_kiams() -> None:
+    workloads = scale_tools.workloads_of(OUTPUTS)
+    planned = scale_tools.plan_pods(workloads, 100)
+    names = [name for name, _ in planned]
+    assert len(set(names)) == 100
+    assert all(len(n) <= 63 for n in names)
+    plain = [w for _, w in planned if w.app == scale_tools.PLAIN_APP]
+    assert len(plain) == 4
+    assert all(w.role_annotation is None and w.service_account == "default" for w in plain)
+    kiams = [w for _, w in planned if w.app != scale_tools.PLAIN_APP]
+    assert {w.app for w in kiams} == set(OUTPUTS)
+    # Both namespaces get pods of both kinds of workload.
+    assert {w.namespace for w in plain} == {w.namespace for w in kiams} == {"team-00", "team-01"}
+
+
+def _usage(*pods: tuple[str, str], ready: bool = True) -> dict[str, object]:
+    return {
+        "ready": ready,
+        "applications": {
+            "a": {"ready": ready, "pods": [{"namespace": ns, "name": n} for ns, n in pods]}
+        },
+        "otherKiamPods": [],
+    }
+
+
+def test_the_usage_answer_must_claim_every_kiam_pod_in_every_namespace() -> None:
+    answer = _usage(("team-00", "p0"), ("team-01", "p1"))
+    assert scale_tools.check_usage(answer, {"team-00", "team-01"}, 2) == []
+    assert scale_tools.check_usage(answer, {"team-00", "team-01", "team-02"}, 3) == [
+        "kiam_usage claimed 2 pods, 3 are kiam's",
+        "kiam_usage has no pod in namespaces ['team-02']",
+    ]
+    assert scale_tools.check_usage(_usage(("team-00", "p0"), ready=False), {"team-00"}, 1) == [
+        "kiam_usage: 1 applications not ready: ['a']"
+    ]
+
+
+def test_a_tool_that_fails_or_answers_wrong_fails_its_step() -> None:
+    draft = {"config": {"kiam:applications": {"x": {"namespace": "team-00"}}}, "problems": []}
+    ok = scale_tools.ToolRun(0, 1.0, 80.0, json.dumps(draft), "")
+    assert scale_tools.judge_tool("tools.kiam_draft", ok, {"team-00"}, 1) == []
+    assert scale_tools.judge_tool("tools.kiam_draft", ok, {"team-00", "team-01"}, 1) == [
+        "kiam_draft drafted nothing in namespaces ['team-01']"
+    ]
+    bad = scale_tools.ToolRun(2, 1.0, 80.0, "", "cannot reach the cluster\n")
+    assert scale_tools.judge_tool("tools.kiam_usage", bad, {"team-00"}, 1) == [
+        "exit 2",
+        "stderr: cannot reach the cluster\n",
+        "no JSON on stdout: ''",
+    ]
+
+
+def test_list_requests_are_told_by_collection() -> None:
+    paths = [
+        "/api/v1/pods?limit=500",
+        "/api/v1/pods?limit=500&continue=x",
+        "/api/v1/namespaces?limit=500",
+    ]
+    assert scale_tools.describe_lists(paths) == "3 (pods 2, namespaces 1)"
+
+
+def test_the_table_marks_a_failed_step() -> None:
+    steps = [
+        scale_tools.Step("up", 12.34, "160"),
+        scale_tools.Step("tools.kiam_usage", 1.0, "90", "7 (pods 6, namespaces 1)", ok=False),
+    ]
+    assert scale_tools.table(steps).splitlines() == [
+        "| step | seconds | peak MiB | list requests |",
+        "|---|---|---|---|",
+        "| up | 12.3 | 160 | - |",
+        "| tools.kiam_usage (FAILED) | 1.0 | 90 | 7 (pods 6, namespaces 1) |",
+    ]
+
+
+def test_workload_nodes_hold_the_pods() -> None:
+    assert scale_tools.workers_for(200) == 3
+    assert scale_tools.workers_for(3000) == 31
+
+
+@pytest.mark.skipif(not scale_tools.TIME.exists(), reason="no /usr/bin/time")
+def test_the_wrapped_pulumi_records_its_peak_memory(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "pulumi").write_text('#!/bin/sh\necho "pulumi $*"\n')
+    (real / "pulumi").chmod(0o755)
+    (real / "pulumi-resource-kubernetes").write_text("")
+    measured = scale_tools.measured_bin_dir(real, tmp_path / "root")
+    assert measured is not None
+    wrapped, peaks = measured
+    assert (wrapped / "pulumi-resource-kubernetes").resolve() == real / "pulumi-resource-kubernetes"
+    done = subprocess.run(
+        [str(wrapped / "pulumi"), "up", "--yes"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "pulumi up --yes\n"
+    step = scale_tools.Step("up")
+    with scale_tools.pulumi_step(step, peaks):
+        pass
+    assert step.peak_mib.isdigit()
+
+
+def test_the_bench_runs_the_dev_stack_or_the_scale_stack() -> None:
+    label, config = bench.bench_config(None, bench.DEFAULT_NAMESPACES)
+    assert label == "dev stack"
+    assert not any("-app-" in name for name in config.get("kiam:applications", {}))
+    label, config = bench.bench_config(40, 4)
+    assert label == "scale stack (40 apps, 4 ns)"
+    assert len(config["kiam:applications"]) == 40
+    assert {a["namespace"] for a in config["kiam:applications"].values()} == {
+        f"team-0{i}" for i in range(4)
+    }
+
+
+@pytest.mark.parametrize("argv", [["--namespaces", "5"], ["--applications", "-1"], ["--runs", "0"]])
+def test_the_bench_refuses_arguments_it_cannot_use_before_starting_anything(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_toolchain() -> Path:
+        raise AssertionError("the toolchain must not be looked for")
+
+    monkeypatch.setattr(toolchain, "bin_dir", no_toolchain)
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(argv)
+    assert exit_.value.code == 2
+
+
+def test_a_failed_pulumi_step_keeps_its_time() -> None:
+    step = scale_tools.Step("up")
+    with pytest.raises(RuntimeError), scale_tools.pulumi_step(step, None):
+        raise RuntimeError("refused")
+    assert step.seconds >= 0 and step.peak_mib == "-"
+
+
+@pytest.mark.parametrize(
+    "main", [bench.main, scale_tools.main], ids=["e2e.bench", "e2e.scale_tools"]
+)
+def test_a_stack_too_large_for_the_engine_is_refused_before_anything_starts(
+    main: Callable[[list[str]], int],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def no_toolchain() -> Path:
+        raise AssertionError("the toolchain must not be looked for")
+
+    monkeypatch.setattr(toolchain, "bin_dir", no_toolchain)
+    assert main(["--applications", "1000", "--namespaces", "50"]) == 2
+    assert "Linux refuses one environment string over 131,072 bytes" in capsys.readouterr().err

@@ -1,9 +1,10 @@
 """How Pulumi hands a stack's configuration to a Python program, and the size Linux lets it be.
 
 The Python language host starts the program with the whole configuration in one environment
-variable, `PULUMI_CONFIG=<JSON object>` (pulumi/pulumi sdk/python/cmd/pulumi-language-python,
-`pulumiConfigVar`), which the SDK reads back (sdk/python/lib/pulumi/runtime/config.py,
-`os.environ["PULUMI_CONFIG"]`, v3.276.0). Each value in that object is a string: a structured
+variable, `PULUMI_CONFIG=<JSON object>` (read in pulumi/pulumi v3.68.0,
+sdk/python/cmd/pulumi-language-python/main.go, `pulumiConfigVar`; the v3.276.0 host this project
+builds was not read, its behaviour was measured, below), which the SDK reads back
+(sdk/python/lib/pulumi/runtime/config.py, `os.environ["PULUMI_CONFIG"]`, v3.276.0). Each value in that object is a string: a structured
 setting (a map such as `kiam:applications`) is its compact JSON text.
 
 Linux refuses to start a process one of whose argument or environment strings is longer than

@@ -106,6 +106,9 @@ class FakeEngine:
     calls: list[tuple[str, str]] = field(default_factory=list)
     config: dict[tuple[str, str], str] = field(default_factory=dict)
     raising: dict[tuple[str, str], Exception] = field(default_factory=dict)
+    pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Each stack's pending operations, as `pulumi stack export` writes them."""
+    imported: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def _raise(self, operation: str, stack: str) -> None:
         if (operation, stack) in self.raising:
@@ -124,6 +127,24 @@ class FakeEngine:
 
     def up(self, stack: str, on_event: OnEvent) -> None:
         self._replay("up", stack, self.ups.get(stack, [summary(update=2, same=8)]), on_event)
+
+    def export(self, stack: str) -> dict[str, Any]:
+        self.calls.append(("export", stack))
+        self._raise("export", stack)
+        return {"deployment": {"pending_operations": self.pending.get(stack, [])}}
+
+    def import_state(self, stack: str, document: dict[str, Any]) -> None:
+        self.calls.append(("stack import", stack))
+        self._raise("stack import", stack)
+        self.imported[stack] = document
+        self.pending.pop(stack, None)
+
+    def refresh(self, stack: str) -> None:
+        self.calls.append(("refresh", stack))
+        self._raise("refresh", stack)
+
+    def release_locks(self, stack: str) -> None:
+        self.calls.append(("cancel", stack))
 
     def outputs(self, stack: str) -> dict[str, Any]:
         self._raise("outputs", stack)

@@ -317,7 +317,8 @@ def test_the_command_reports_a_step_that_raised_as_the_stopped_rollout(
         monkeypatch.setattr(cli, "kubeconfig_for", gate_kubeconfig)
     code = cli.main(["--fleet", str(path), "up"], engine_factory=lambda f: engine)
     assert code == 1
-    assert engine.calls == [("up", "a"), ("up", "b")]  # c and d never started
+    # Each stack's checkpoint is read for pending operations before its up; c and d never started.
+    assert engine.calls == [("export", "a"), ("up", "a"), ("export", "b"), ("up", "b")]
     captured = capsys.readouterr()
     assert "Traceback" not in captured.out + captured.err
     assert captured.err == ""
@@ -344,6 +345,7 @@ def test_the_command_reports_a_prepare_that_raised_as_the_stopped_rollout(
     assert code == 1
     assert engine.calls == [
         ("set-config", "a kiam:adoption.phase=takeover"),
+        ("export", "a"),
         ("up", "a"),
         ("set-config", "b kiam:adoption.phase=takeover"),
     ]
@@ -441,8 +443,10 @@ def test_a_per_wave_phase_sets_each_stack_as_its_wave_comes_and_stops_at_a_stack
     assert code == 1
     assert engine.calls == [
         ("set-config", "a kiam:adoption.phase=takeover"),
+        ("export", "a"),
         ("up", "a"),
         ("set-config", "b kiam:adoption.phase=takeover"),
+        ("export", "b"),
         ("up", "b"),
     ]
     out = capsys.readouterr().out

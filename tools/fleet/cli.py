@@ -17,27 +17,44 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from kiam_eks.settings.stack import StackSettings
 from tools.fleet.adoption import KEY_PATH, PHASES, refusal
-from tools.fleet.engine import AutomationEngine, Engine
+from tools.fleet.cancellation import Cancellation
+from tools.fleet.engine import AutomationEngine, Engine, OnEvent
 from tools.fleet.fleet_file import DEFAULT_FLEET_FILE, FleetFile, FleetFileError, load_fleet_file
 from tools.fleet.gate import Expectation, gate_timeout, read_cluster, run_gate
 from tools.fleet.kubeconfig import kubeconfig_for
 from tools.fleet.preview import preview_fleet
+from tools.fleet.recovery import recover_stack, up_unlocked
 from tools.fleet.report import markdown_table, text_table
 from tools.fleet.rollout import RolloutState, roll_out
 from tools.fleet.waves import fleet_stacks, plan_waves, render_plan, select, stack_file
 from tools.kube_api import KubeApi
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+# A rollout cancelled by a signal exits as a shell reports a process that signal ended:
+# 128 + its number (130 for SIGINT, 143 for SIGTERM).
+EXIT_SIGNALLED = 128
 
 EngineFactory = Callable[[FleetFile], Engine]
 
 
-def main(argv: list[str] | None = None, engine_factory: EngineFactory = AutomationEngine) -> int:
+def main(
+    argv: list[str] | None = None,
+    engine_factory: EngineFactory | None = None,
+    cancellation: Cancellation | None = None,
+) -> int:
+    """The command; `engine_factory` and `cancellation` are the unit tests' (by default the
+    Automation API, and SIGINT and SIGTERM handled while the command runs)."""
+    if cancellation is None:
+        cancellation = Cancellation()
+        with cancellation.installed():
+            return main(argv, engine_factory, cancellation)
     parser = argparse.ArgumentParser(
         prog="python -m tools.fleet", description=__doc__.split("\n")[0]
     )
@@ -66,14 +83,18 @@ def main(argv: list[str] | None = None, engine_factory: EngineFactory = Automati
     if args.command == "waves":
         print(json.dumps([p.wave.name for p in planned]))
         return EXIT_OK
+
+    def factory(f: FleetFile) -> Engine:
+        return engine_factory(f) if engine_factory else AutomationEngine(f, cancellation)
+
     if args.command == "preview":
         try:
             chosen = select(stacks, args.stacks)
         except ValueError as error:
             print(f"--stacks: {error}", file=sys.stderr)
             return EXIT_INVALID
-        return _preview(fleet, engine_factory, chosen, args)
-    return _up(fleet, engine_factory, planned, args)
+        return _preview(fleet, factory, chosen, args)
+    return _up(fleet, factory, planned, args, cancellation)
 
 
 def _settings(
@@ -91,7 +112,10 @@ def _settings(
 
 
 def _preview(
-    fleet: FleetFile, factory: EngineFactory, stacks: list[str], args: argparse.Namespace
+    fleet: FleetFile,
+    factory: Callable[[FleetFile], Engine],
+    stacks: list[str],
+    args: argparse.Namespace,
 ) -> int:
     _, invalid = _settings(fleet, stacks)
     for message in invalid.values():
@@ -113,7 +137,13 @@ def _preview(
     return EXIT_FAILED if any(r.failed for r in rows) else EXIT_OK
 
 
-def _up(fleet: FleetFile, factory: EngineFactory, planned: list, args: argparse.Namespace) -> int:  # type: ignore[type-arg]
+def _up(
+    fleet: FleetFile,
+    factory: Callable[[FleetFile], Engine],
+    planned: list,  # type: ignore[type-arg]
+    args: argparse.Namespace,
+    cancellation: Cancellation,
+) -> int:
     if args.waves:
         unknown = [w for w in args.waves if w not in {p.wave.name for p in planned}]
         if unknown:
@@ -157,6 +187,13 @@ def _up(fleet: FleetFile, factory: EngineFactory, planned: list, args: argparse.
             return EXIT_FAILED
 
     engine = factory(fleet)
+    apis: dict[str, KubeApi] = {}
+
+    def api(stack: str) -> KubeApi:
+        if stack not in apis:
+            kubeconfig = kubeconfig_for(fleet, engine, stack, settings[stack], state_path.parent)
+            apis[stack] = KubeApi(kubeconfig)
+        return apis[stack]
 
     def prepare(stack: str) -> None:
         if not phase:
@@ -169,26 +206,49 @@ def _up(fleet: FleetFile, factory: EngineFactory, planned: list, args: argparse.
 
     def gate(stack: str, progress: Callable[[str], None]) -> tuple[bool, str]:
         expect = Expectation.of(settings[stack], engine.outputs(stack))
-        kubeconfig = kubeconfig_for(fleet, engine, stack, settings[stack], state_path.parent)
-        api = KubeApi(kubeconfig)
+        cluster = api(stack)
         wave = next(p.wave for p in planned if stack in p.stacks)
         result = run_gate(
-            lambda: read_cluster(api, expect),
+            lambda: read_cluster(cluster, expect),
             expect,
             timeout=gate_timeout(fleet.gate.timeout_seconds, settings[stack]),
             poll=fleet.gate.poll_seconds,
             soak=wave.soak_seconds,
             progress=progress,
+            sleep=cancellation.sleep,
         )
         return result.ok, result.reason
 
-    def save(current: RolloutState) -> None:
-        state_path.parent.mkdir(parents=True, exist_ok=True)
-        state_path.write_text(current.to_json() + "\n")
+    def say(line: str) -> None:
+        print(line, flush=True)
 
-    save(state)
+    state.save(state_path)
     outcome = roll_out(
-        engine, planned, gate, state, save, lambda line: print(line, flush=True), prepare
+        _Unlocking(engine, say),
+        planned,
+        gate,
+        state,
+        lambda current: current.save(state_path),
+        say,
+        prepare,
+        recover=lambda stack, progress: recover_stack(engine, api, stack, progress),
+        cancelled=lambda: cancellation.signal_name if cancellation.cancelled else None,
     )
     print(outcome.render())
+    if cancellation.signal is not None:
+        return EXIT_SIGNALLED + cancellation.signal
     return EXIT_OK if outcome.ok else EXIT_FAILED
+
+
+@dataclass(frozen=True)
+class _Unlocking:
+    """The engine, whose `up` removes the stack's dead locks and runs once more when refused."""
+
+    engine: Engine
+    progress: Callable[[str], None]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+    def up(self, stack: str, on_event: OnEvent) -> None:
+        up_unlocked(self.engine, stack, on_event, lambda line: self.progress(f"{stack}: {line}"))

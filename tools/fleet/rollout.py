@@ -1,21 +1,32 @@
 """`up` wave by wave: each stack's `pulumi up`, then its health gate; the first failure stops the
-rollout, and a state file records what was done so `--resume` goes on from there."""
+rollout, and a state file records what was done so `--resume` goes on from there.
+
+A stack is `running` in the state file from just before its step starts, so a rollout that was
+killed says which stacks it was changing; a cancelled one (SIGINT, SIGTERM) records them as
+`interrupted`. Both are picked up by `--resume` like a failed stack, through the recovery of what
+an interrupted update leaves (tools/interrupted/)."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tools.fleet.cancellation import Cancelled
 from tools.fleet.engine import Engine, EngineError
 from tools.fleet.preview import EventSummary
 from tools.fleet.waves import PlannedWave
+from tools.interrupted.recover import NeedsOperator
 
-DONE, FAILED = "done", "failed"
+DONE, FAILED, RUNNING, INTERRUPTED = "done", "failed", "running", "interrupted"
 
 
 @dataclass
@@ -33,6 +44,21 @@ class RolloutState:
             {"adoptionPhase": self.adoption_phase, "stacks": self.stacks}, indent=2, sort_keys=True
         )
 
+    def save(self, path: Path) -> None:
+        """Written whole or not at all (a temporary file renamed over the old one, which POSIX
+        `rename` replaces atomically), so a kill never leaves half a state file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(handle, "w") as out:
+                out.write(self.to_json() + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
     @classmethod
     def load(cls, path: Path) -> RolloutState:
         document: dict[str, Any] = json.loads(path.read_text())
@@ -48,19 +74,27 @@ class Outcome:
     done: list[str]
     failed: dict[str, str]
     untouched: list[str]
+    interrupted: dict[str, str] = field(default_factory=dict)
+    cancelled_by: str | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.interrupted and not self.cancelled_by
 
     def render(self) -> str:
-        lines = [
-            "Rollout " + ("complete" if self.ok else "stopped") + ":",
-            f"  done: {', '.join(self.done) or 'none'}",
-        ]
+        verdict = "complete" if self.ok else "stopped"
+        if self.cancelled_by:
+            verdict = f"cancelled by {self.cancelled_by}"
+        lines = [f"Rollout {verdict}:", f"  done: {', '.join(self.done) or 'none'}"]
         lines += [f"  failed: {stack}: {why}" for stack, why in self.failed.items()]
+        lines += [f"  interrupted: {stack}: {why}" for stack, why in self.interrupted.items()]
         lines.append(f"  never touched: {', '.join(self.untouched) or 'none'}")
-        if not self.ok:
+        if self.cancelled_by and not self.failed:
+            lines.append(
+                "Run `python -m tools.fleet up --resume` to go on: each interrupted stack is "
+                "checked for a lock and pending operations first."
+            )
+        elif not self.ok:
             lines.append("Fix the cause, then run `python -m tools.fleet up --resume`.")
         return "\n".join(lines)
 
@@ -69,6 +103,9 @@ Gate = Callable[[str, Callable[[str], None]], tuple[bool, str]]
 """(stack, progress) -> (healthy, why not): the health gate after a stack's up."""
 Prepare = Callable[[str], None]
 """Run before a stack's up (the adoption phase is set here); raises ValueError to refuse it."""
+Recover = Callable[[str, Callable[[str], None]], None]
+"""(stack, progress): before a stack's up, what an interrupted update left is recovered (or
+NeedsOperator raised, naming what was found and the commands for a person)."""
 
 
 def raised(step: str, error: Exception) -> str:
@@ -85,26 +122,48 @@ def roll_out(
     save: Callable[[RolloutState], None],
     progress: Callable[[str], None],
     prepare: Prepare = lambda stack: None,
+    recover: Recover = lambda stack, progress: None,
+    cancelled: Callable[[], str | None] = lambda: None,
 ) -> Outcome:
     """Wave by wave, `parallel` stacks at once; a stack already done (a resumed rollout) is
     skipped. Once a stack fails, no further stack starts (those running finish). Any exception
-    from `prepare`, `engine.up` or `gate` is that stack's failure (recorded, with the step, the
-    exception's type and message), never one escaping the rollout."""
+    from `prepare`, `recover`, `engine.up` or `gate` is that stack's failure (recorded, with the
+    step, the exception's type and message), never one escaping the rollout. Once `cancelled`
+    names a signal, no stack starts and each running one is recorded as interrupted, with the step
+    it was in."""
     lock = threading.Lock()
     stop = threading.Event()
+    started_at = {"host": socket.gethostname(), "pid": str(os.getpid())}
 
     def say(line: str) -> None:
         with lock:
             progress(line)
 
-    def record(stack: str, status: str, reason: str = "") -> None:
+    def record(stack: str, status: str, reason: str = "", **extra: str) -> None:
         with lock:
-            state.stacks[stack] = {"status": status, **({"reason": reason} if reason else {})}
+            state.stacks[stack] = {
+                "status": status,
+                **({"reason": reason} if reason else {}),
+                **extra,
+            }
             save(state)
 
+    def interrupted(stack: str, said: Callable[[str], None], step: str, detail: str = "") -> None:
+        by = cancelled() or "cancel"
+        reason = f"cancelled by {by} during {step}" + (f": {detail}" if detail else "")
+        said(reason)
+        record(stack, INTERRUPTED, reason)
+        stop.set()
+
     def one(wave: str, stack: str) -> None:
-        if stop.is_set():
+        if stop.is_set() or cancelled():
             return
+        record(
+            stack,
+            RUNNING,
+            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **started_at,
+        )
 
         def said(line: str) -> None:
             say(f"[{wave}] {stack}: {line}")
@@ -122,15 +181,47 @@ def roll_out(
         except Exception as error:  # anything else is the stack's failure too, never lost
             fail(raised("prepare", error))
             return
+        try:
+            recover(stack, said)
+        except NeedsOperator as needed:
+            fail(f"needs a person: {needed}", f"stopped, needs a person: {needed}")
+            return
+        except Cancelled:
+            interrupted(stack, said, "the recovery of an interrupted update")
+            return
+        except EngineError as error:
+            if cancelled():
+                interrupted(stack, said, "the recovery of an interrupted update", str(error))
+            else:
+                fail(f"recovery failed: {error}")
+            return
+        except Exception as error:
+            fail(raised("recovery", error))
+            return
+        if cancelled():
+            interrupted(stack, said, "its start")
+            return
         said("up")
         summary = EventSummary(stack)
         try:
             engine.up(stack, summary)
+        except NeedsOperator as needed:
+            fail(f"needs a person: {needed}", f"stopped, needs a person: {needed}")
+            return
+        except Cancelled:
+            interrupted(stack, said, "pulumi up")
+            return
         except EngineError as error:
-            fail(f"pulumi up failed: {summary.finish(str(error)).error}")
+            if cancelled():
+                interrupted(stack, said, "pulumi up", summary.finish(str(error)).error or "")
+            else:
+                fail(f"pulumi up failed: {summary.finish(str(error)).error}")
             return
         except Exception as error:
             fail(raised("pulumi up", error))
+            return
+        if cancelled():
+            interrupted(stack, said, "its health gate", "the update finished; the gate did not run")
             return
         changes = summary.result.changes
         said(
@@ -141,6 +232,9 @@ def roll_out(
         )
         try:
             healthy, why = gate(stack, said)
+        except Cancelled:
+            interrupted(stack, said, "its health gate", "the update finished; the gate did not")
+            return
         except Exception as error:
             fail(raised("health gate", error))
             return
@@ -151,7 +245,7 @@ def roll_out(
         record(stack, DONE)
 
     for number, p in enumerate(planned, 1):
-        if stop.is_set():
+        if stop.is_set() or cancelled():
             break
         pending = [s for s in p.stacks if state.status(s) != DONE]
         skipped = [s for s in p.stacks if s not in pending]
@@ -163,10 +257,16 @@ def roll_out(
             list(pool.map(lambda s, w=p.wave.name: one(w, s), pending))
 
     everything = [s for p in planned for s in p.stacks]
+
+    def reasons(status: str) -> dict[str, str]:
+        return {
+            s: state.stacks[s].get("reason", "") for s in everything if state.status(s) == status
+        }
+
     return Outcome(
         done=[s for s in everything if state.status(s) == DONE],
-        failed={
-            s: state.stacks[s].get("reason", "") for s in everything if state.status(s) == FAILED
-        },
+        failed=reasons(FAILED),
         untouched=[s for s in everything if state.status(s) is None],
+        interrupted={**reasons(INTERRUPTED), **reasons(RUNNING)},
+        cancelled_by=cancelled(),
     )

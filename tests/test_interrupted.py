@@ -1,0 +1,310 @@
+"""What an interrupted update leaves, read and recovered (tools/interrupted/): the CLI's lock
+refusal parsed, a lock's owner judged gone only when provable, pending creates imported or
+cleared by whether their object exists, and the recovery's commands in order."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tools.interrupted.kubernetes_objects import KubernetesObjects
+from tools.interrupted.locks import Lock, Process, linux_process, locks_in, owner_gone
+from tools.interrupted.pending import Finding, PendingOperation, pending_operations
+from tools.interrupted.recover import NeedsOperator, recover, unlocked
+
+TAKEN = datetime(2026, 12, 3, 19, 2, 11, tzinfo=UTC)
+# `checkForLock`'s message as the v3.276.0 CLI writes it (pkg/backend/diy/lock.go), after the
+# CLI's own "error: " prefix.
+REFUSAL = (
+    "error: the stack is currently locked by 2 lock(s). Either wait for the other process(es) to "
+    "end or delete the lock file with `pulumi cancel`.\n"
+    "  file:///state/.pulumi/locks/organization/kiam/dev/0b7c.json: created by runner@fv-az12 "
+    "(pid 4123) at 2026-12-03T19:02:11Z\n"
+    "  file:///state/.pulumi/locks/organization/kiam/dev/9e1d.json: created by ana@laptop "
+    "(pid 77) at 2026-12-03T20:15:00+01:00\n"
+)
+
+
+def lock(host: str = "here", pid: int = 4123, taken: datetime = TAKEN) -> Lock:
+    return Lock(url="file:///l.json", user="u", host=host, pid=pid, taken=taken)
+
+
+def test_every_lock_of_the_refusal_is_read() -> None:
+    assert locks_in(REFUSAL) == [
+        Lock(
+            url="file:///state/.pulumi/locks/organization/kiam/dev/0b7c.json",
+            user="runner",
+            host="fv-az12",
+            pid=4123,
+            taken=TAKEN,
+        ),
+        Lock(
+            url="file:///state/.pulumi/locks/organization/kiam/dev/9e1d.json",
+            user="ana",
+            host="laptop",
+            pid=77,
+            taken=datetime(2026, 12, 3, 19, 15, tzinfo=UTC),
+        ),
+    ]
+    assert locks_in("error: update failed") == []
+
+
+def test_a_lock_of_another_host_is_never_taken_as_gone() -> None:
+    assert not owner_gone(lock(host="fv-az12"), "here", lambda pid: None)
+
+
+@pytest.mark.parametrize(
+    ("running", "gone"),
+    [
+        pytest.param(None, True, id="no-such-pid"),
+        pytest.param(Process("pulumi", TAKEN - timedelta(seconds=5)), False, id="its-pulumi"),
+        pytest.param(Process("bash", TAKEN - timedelta(hours=1)), True, id="pid-reused-by-other"),
+        pytest.param(Process("pulumi", TAKEN + timedelta(minutes=3)), True, id="a-later-pulumi"),
+    ],
+)
+def test_a_lock_of_this_host_is_gone_unless_its_pulumi_still_runs(
+    running: Process | None, gone: bool
+) -> None:
+    assert owner_gone(lock(), "here", lambda pid: running) is gone
+
+
+def test_linux_process_reads_this_process_and_no_process() -> None:
+    me = linux_process(os.getpid())
+    assert me is not None and me.name.startswith("python")
+    assert abs((datetime.now(UTC) - me.started).total_seconds()) < 24 * 3600
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert linux_process(child.pid) is None
+
+
+def test_pending_operations_are_read_from_the_export() -> None:
+    exported = {
+        "deployment": {
+            "resources": [],
+            "pending_operations": [
+                {
+                    "resource": {
+                        "urn": "urn:pulumi:dev::kiam::kubernetes:apps/v1:DaemonSet::kiam-agent",
+                        "type": "kubernetes:apps/v1:DaemonSet",
+                        "inputs": {"metadata": {"name": "kiam-agent", "namespace": "kiam"}},
+                    },
+                    "type": "creating",
+                }
+            ],
+        }
+    }
+    assert pending_operations(exported) == [
+        PendingOperation(
+            urn="urn:pulumi:dev::kiam::kubernetes:apps/v1:DaemonSet::kiam-agent",
+            type="kubernetes:apps/v1:DaemonSet",
+            operation="creating",
+            inputs={"metadata": {"name": "kiam-agent", "namespace": "kiam"}},
+        )
+    ]
+    assert pending_operations({"deployment": {}}) == []
+
+
+class FakeApi:
+    """Discovery and objects as the API server serves them."""
+
+    def __init__(self, objects: set[str]) -> None:
+        self.objects = objects
+
+    def get_or_none(self, path: str) -> Any:
+        if path == "/apis/apps/v1":
+            return {"resources": [{"name": "daemonsets", "kind": "DaemonSet", "namespaced": True},
+                                  {"name": "daemonsets/status", "kind": "DaemonSet", "namespaced": True}]}  # fmt: skip
+        if path == "/api/v1":
+            return {"resources": [{"name": "nodes", "kind": "Node", "namespaced": False}]}
+        return {"kind": "x"} if path in self.objects else None
+
+
+def op(type_: str, name: str | None, namespace: str | None = None) -> PendingOperation:
+    metadata = {k: v for k, v in (("name", name), ("namespace", namespace)) if v}
+    return PendingOperation(f"urn:x::{name}", type_, "creating", {"metadata": metadata})
+
+
+@pytest.mark.parametrize(
+    ("pending", "objects", "finding"),
+    [
+        pytest.param(
+            op("kubernetes:apps/v1:DaemonSet", "kiam-agent", "kiam"),
+            {"/apis/apps/v1/namespaces/kiam/daemonsets/kiam-agent"},
+            Finding("exists", id="kiam/kiam-agent"),
+            id="namespaced-exists",
+        ),
+        pytest.param(
+            op("kubernetes:apps/v1:DaemonSet", "kiam-agent", "kiam"),
+            set(),
+            Finding("absent"),
+            id="namespaced-absent",
+        ),
+        pytest.param(
+            op("kubernetes:core/v1:Node", "group-1"),
+            {"/api/v1/nodes/group-1"},
+            Finding("exists", id="group-1"),
+            id="cluster-scoped-exists",
+        ),
+        pytest.param(
+            op("kubernetes:apps/v1:DaemonSetPatch", "kiam-agent", "kiam"),
+            {"/apis/apps/v1/namespaces/kiam/daemonsets/kiam-agent"},
+            Finding("absent"),
+            id="a-patch-is-applied-again",
+        ),
+        pytest.param(
+            op("pulumi:providers:kubernetes", "k8s"), set(), Finding("absent"), id="provider"
+        ),
+        pytest.param(
+            op("aws:eks/nodeGroup:NodeGroup", "kiam-server-nodes"),
+            set(),
+            Finding("unknown", why="not a Kubernetes object (aws:eks/nodeGroup:NodeGroup)"),
+            id="not-kubernetes",
+        ),
+        pytest.param(
+            op("kubernetes:apps/v1:DaemonSet", None),
+            set(),
+            Finding("unknown", why="its inputs name no object (metadata.name)"),
+            id="no-name",
+        ),
+    ],
+)
+def test_a_pending_create_is_found_in_the_cluster(
+    pending: PendingOperation, objects: set[str], finding: Finding
+) -> None:
+    assert KubernetesObjects(FakeApi(objects)).find(pending) == finding  # type: ignore[arg-type]
+
+
+class FakeStack:
+    """The recovery's commands, recorded; `locked` refusals come first, as the CLI's."""
+
+    def __init__(self, pending: list[dict[str, Any]], locked: list[str] | None = None) -> None:
+        self.pending = pending
+        self.locked = list(locked or [])
+        self.calls: list[Any] = []
+
+    def export(self) -> dict[str, Any]:
+        self.calls.append("export")
+        return {"deployment": {"pending_operations": self.pending}}
+
+    def import_state(self, document: dict[str, Any]) -> None:
+        self.calls.append("stack import")
+        if self.locked:
+            raise RuntimeError(self.locked.pop(0))
+        self.imported = document
+        self.pending = document["deployment"]["pending_operations"]
+
+    def refresh(self) -> None:
+        self.calls.append("refresh")
+
+    def release_locks(self) -> None:
+        self.calls.append("cancel")
+
+
+def pending(name: str, operation: str = "creating") -> dict[str, Any]:
+    return {
+        "resource": {
+            "urn": f"urn:pulumi:dev::kiam::kubernetes:core/v1:ConfigMap::{name}",
+            "type": "kubernetes:core/v1:ConfigMap",
+            "inputs": {"metadata": {"name": name, "namespace": "kube-system"}},
+        },
+        "type": operation,
+    }
+
+
+def exists_for(*names: str) -> Any:
+    def find(o: PendingOperation) -> Finding:
+        return (
+            Finding("exists", id=f"kube-system/{o.name}") if o.name in names else Finding("absent")
+        )
+
+    return find
+
+
+def test_what_exists_is_imported_the_rest_cleared_then_refreshed() -> None:
+    stack = FakeStack([pending("group-new"), pending("orphan-less"), pending("agents", "updating")])
+    said: list[str] = []
+    resolution = recover("dev", stack, exists_for("group-new"), said.append, then="again")
+    assert stack.calls == ["export", "stack import", "refresh", "export"]
+    new = pending("group-new")["resource"]
+    assert stack.imported == {
+        "deployment": {
+            "pending_operations": [],
+            "resources": [{**new, "id": "kube-system/group-new", "outputs": new["inputs"]}],
+        }
+    }
+    assert resolution is not None
+    assert said[-1] == (
+        "recovered: imported group-new; cleared orphan-less; refreshed agents (updating)"
+    )
+
+
+def test_a_stack_with_nothing_pending_is_left_alone() -> None:
+    stack = FakeStack([])
+    assert recover("dev", stack, exists_for(), print, then="again") is None
+    assert stack.calls == ["export"]
+
+
+def test_a_dead_lock_is_removed_and_the_refresh_runs_again() -> None:
+    message = REFUSAL.split("\n  file:///state/.pulumi/locks/organization/kiam/dev/9e1d")[0]
+    stack = FakeStack([pending("group-new")], locked=[message])
+    said: list[str] = []
+    recover(
+        "dev", stack, exists_for(), said.append, then="again",
+        this_host="fv-az12", process=lambda pid: None,
+    )  # fmt: skip
+    assert stack.calls == ["export", "stack import", "cancel", "stack import", "refresh", "export"]
+    assert "removing the dead lock of pid 4123 (2026-12-03T19:02:11+00:00)" in said
+
+
+def test_one_live_lock_among_dead_ones_stops_the_recovery_naming_it() -> None:
+    stack = FakeStack([pending("group-new")], locked=[REFUSAL])
+    with pytest.raises(NeedsOperator) as raised:
+        recover(
+            "dev", stack, exists_for(), print, then="`python -m tools.fleet up --resume`",
+            this_host="fv-az12", process=lambda pid: None,
+        )  # fmt: skip
+    assert "cancel" not in stack.calls
+    message = str(raised.value)
+    assert message.startswith("dev is locked by an update that may still run: ana@laptop pid 77")
+    assert message.endswith(
+        "`pulumi cancel --stack dev --yes`, then `python -m tools.fleet up --resume`"
+    )
+
+
+def test_a_create_nothing_can_look_up_stops_with_the_commands() -> None:
+    stack = FakeStack([pending("group-new")])
+    with pytest.raises(NeedsOperator) as raised:
+        recover(
+            "dev", stack, lambda o: Finding("unknown", why="not a Kubernetes object (aws:x)"),
+            print, then="again",
+        )  # fmt: skip
+    assert stack.calls == ["export"]  # nothing changed
+    assert "`pulumi import --stack dev`" in str(raised.value)
+    assert "`pulumi refresh --stack dev --yes --clear-pending-creates`" in str(raised.value)
+
+
+def test_an_error_that_is_no_lock_is_raised_as_it_is() -> None:
+    def fail() -> None:
+        raise RuntimeError("error: update failed")
+
+    with pytest.raises(RuntimeError, match="update failed"):
+        unlocked("dev", fail, FakeStack([]), print, then="again")
+
+
+def test_a_unit_test_of_linux_process_reads_proc_format(tmp_path: Path) -> None:
+    (tmp_path / "42").mkdir()
+    # proc(5): pid (comm) state ppid ... field 22 starttime in clock ticks.
+    fields = ["S", *["0"] * 18, "250"]
+    (tmp_path / "42" / "stat").write_text(f"42 (pulumi (x)) {' '.join(fields)} 0 0\n")
+    (tmp_path / "stat").write_text("cpu 1 2 3\nbtime 1764788400\n")
+    found = linux_process(42, tmp_path)
+    ticks = os.sysconf("SC_CLK_TCK")
+    assert found == Process(
+        name="pulumi (x)", started=datetime.fromtimestamp(1764788400 + 250 / ticks, UTC)
+    )

@@ -1,0 +1,62 @@
+"""The recovery of interrupted updates (tools/interrupted/) on the fleet's engine: before each
+stack's `up`, its pending operations are resolved, and an `up` refused by a dead lock removes the
+lock and runs once more."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tools.fleet.engine import Engine, OnEvent
+from tools.interrupted.kubernetes_objects import KubernetesObjects
+from tools.interrupted.recover import recover, unlocked
+from tools.kube_api import KubeApi
+
+RESUME = "`python -m tools.fleet up --resume`"
+
+
+@dataclass(frozen=True)
+class OneStack:
+    """The recovery's commands (tools.interrupted.recover.StackCommands) on one fleet stack."""
+
+    engine: Engine
+    stack: str
+
+    def export(self) -> dict[str, Any]:
+        return self.engine.export(self.stack)
+
+    def import_state(self, document: dict[str, Any]) -> None:
+        self.engine.import_state(self.stack, document)
+
+    def refresh(self) -> None:
+        self.engine.refresh(self.stack)
+
+    def release_locks(self) -> None:
+        self.engine.release_locks(self.stack)
+
+
+def recover_stack(
+    engine: Engine, api: Callable[[str], KubeApi], stack: str, progress: Callable[[str], None]
+) -> None:
+    """Resolve what an interrupted update of `stack` left, reading its cluster through `api`."""
+    recover(
+        stack,
+        OneStack(engine, stack),
+        lambda op: KubernetesObjects(api(stack)).find(op),
+        progress,
+        then=RESUME,
+    )
+
+
+def up_unlocked(
+    engine: Engine, stack: str, on_event: OnEvent, progress: Callable[[str], None]
+) -> None:
+    """`engine.up`, once more after removing the stack's locks when every one is dead."""
+    unlocked(
+        stack,
+        lambda: engine.up(stack, on_event),
+        OneStack(engine, stack),
+        progress,
+        then=RESUME,
+    )

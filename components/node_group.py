@@ -92,6 +92,9 @@ class ServerNodeGroup(pulumi.ComponentResource):
             update_config={"max_unavailable": s.max_unavailable},
             labels={**s.labels, taint.key: taint.value},
             taints=[{"key": taint.key, "value": taint.value, "effect": taint.effect}],
+            # What ties a group to its stack when an interrupted update created it but never
+            # recorded it (tools/interrupted/eks_node_groups.py); tags change in place.
+            tags={names.STACK_TAG: names.stack_tag_value(pulumi.get_project(), pulumi.get_stack())},
             launch_template={
                 "id": launch_template.id,
                 "version": launch_template.latest_version.apply(str),

@@ -69,6 +69,9 @@ ON_CHANGE: dict[str, NodeChange] = {
     "updateConfig": NodeChange.CONFIG_UPDATE,
     "nodeRepairConfig": NodeChange.CONFIG_UPDATE,
     "scalingConfig": NodeChange.SCALING,
+    # The group's own tags (TagResource/UntagResource on its ARN; terraform-provider-aws
+    # `resourceNodeGroupUpdate` updates `tags` in place, no ForceNew): no node is touched.
+    "tags": NodeChange.CONFIG_UPDATE,
 }
 
 # The arguments whose change EKS itself replaces the group for.
@@ -85,9 +88,15 @@ REPLACE_ON_CHANGES: tuple[str, ...] = ("launchTemplate", "version", "releaseVers
 
 # Left in place on purpose: a label change evicts no pod (node affinity and selectors are
 # IgnoredDuringExecution, and no label the servers or agents select on is among the extra labels);
-# an update or repair configuration touches no node; a scaling change adds nodes, or drains the
-# ones it terminates as a deletion does.
-IN_PLACE: tuple[str, ...] = ("labels", "updateConfig", "nodeRepairConfig", "scalingConfig")
+# an update or repair configuration, or the group's own tags, touch no node; a scaling change adds
+# nodes, or drains the ones it terminates as a deletion does.
+IN_PLACE: tuple[str, ...] = (
+    "labels",
+    "updateConfig",
+    "nodeRepairConfig",
+    "scalingConfig",
+    "tags",
+)
 
 
 def path_taken(argument: str) -> NodeChange:

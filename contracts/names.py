@@ -89,3 +89,13 @@ def launch_template_name_prefix(cluster_name: str) -> str:
     """The server nodes' launch template's name prefix: the cluster's name, so two clusters in
     one account never share one, then the node group's prefix."""
     return f"{cluster_name}-{SERVER_NODE_GROUP_PREFIX}"
+
+
+# The tag the server node group carries (components/node_group.py), valued `<project>/<stack>`:
+# EKS names the group from a prefix only when it creates it, so a create that a killed update
+# never recorded leaves a group only this tag ties to its stack (tools/interrupted/eks_node_groups.py).
+STACK_TAG = "kiam-eks/stack"
+
+
+def stack_tag_value(project: str, stack: str) -> str:
+    return f"{project}/{stack}"

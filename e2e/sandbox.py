@@ -35,9 +35,13 @@ from kiam_eks.contracts import names
 from kiam_eks.settings import SettingsError
 from kiam_eks.settings.base import duration_seconds, is_duration
 from kiam_eks.settings.loader import settings_from_stack_file, stack_name_of
+from tools.interrupted.kubernetes_objects import KubernetesObjects
+from tools.interrupted.recover import NeedsOperator, recover, unlocked
+from tools.kube_api import KubeApi
 from tools.stack_source import add_stack_source, stack_file_of
 
 CLUSTER_NAME = "kiam-sandbox"
+AGAIN = "`make sandbox` again"
 
 
 def sandbox_root() -> Path:
@@ -84,14 +88,25 @@ def up(stack_file: Path, workers: int = WORKERS, timing: PodTiming | None = None
     # Watched while it changes, as the real-engine suite watches: a change that took every server
     # away, even for a moment, shows here as a zero.
     watcher = Watcher(env.kube, namespace, names.SERVER_NAME)
+
+    def say(line: str) -> None:
+        print(f"sandbox: {line}", flush=True)
+
     try:
         stack.create(stack_file)
+        # A run that was killed (^C twice, a closed terminal) left a lock and pending operations:
+        # recovered here as the fleet recovers a stack (tools/interrupted/).
+        objects = KubernetesObjects(KubeApi(plane.kubeconfig))
+        recover(stack_name, stack, objects.find, say, then=AGAIN)
         print(stack.preview("--diff").output)
         with watcher.running():
-            print(stack.up().output)
+            print(unlocked(stack_name, stack.up, stack, say, then=AGAIN).output)
             watcher.samples.append(watcher.sample())
     except PulumiCommandError as failure:
         print(failure.result.output, file=sys.stderr)
+        return 1
+    except NeedsOperator as needed:
+        print(f"sandbox: stopped, needs a person: {needed}", file=sys.stderr)
         return 1
     print(watched_summary(watcher, settings.server.replicas))
     print(f"\nWhere kiam runs (namespace {namespace}):")

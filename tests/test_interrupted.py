@@ -13,9 +13,17 @@ from typing import Any
 
 import pytest
 
+from tools.interrupted.eks_node_groups import EksNodeGroups, tracked_node_groups
 from tools.interrupted.kubernetes_objects import KubernetesObjects
 from tools.interrupted.locks import Lock, Process, linux_process, locks_in, owner_gone
-from tools.interrupted.pending import Finding, PendingOperation, pending_operations
+from tools.interrupted.lookup import adopted_arguments, lookup_for
+from tools.interrupted.pending import (
+    Finding,
+    PendingOperation,
+    pending_operations,
+    resolve,
+    resolved_state,
+)
 from tools.interrupted.recover import NeedsOperator, recover, unlocked
 
 TAKEN = datetime(2026, 12, 3, 19, 2, 11, tzinfo=UTC)
@@ -308,3 +316,138 @@ def test_a_unit_test_of_linux_process_reads_proc_format(tmp_path: Path) -> None:
     assert found == Process(
         name="pulumi (x)", started=datetime.fromtimestamp(1764788400 + 250 / ticks, UTC)
     )
+
+
+def managed(*entries: tuple[str, str]) -> dict[str, Any]:
+    return {"metadata": {"managedFields": [{"manager": m, "operation": o} for m, o in entries]}}
+
+
+@pytest.mark.parametrize(
+    ("live", "outputs"),
+    [
+        pytest.param(
+            managed(("kube-controller-manager", "Update"), ("pulumi-kubernetes-d118382b", "Apply")),
+            {"__fieldManager": "pulumi-kubernetes-d118382b"},
+            id="its-apply",
+        ),
+        pytest.param(
+            managed(("pulumi-kubernetes-0a1b2c3d", "Update")),
+            {"__fieldManager": "pulumi-kubernetes-0a1b2c3d"},
+            id="a-client-side-create",
+        ),
+        pytest.param(
+            managed(
+                ("pulumi-kubernetes-aaaaaaaa", "Apply"), ("pulumi-kubernetes-bbbbbbbb", "Apply")
+            ),
+            {},
+            id="two-managers-none-chosen",
+        ),
+        pytest.param(managed(("kubectl", "Update")), {}, id="no-pulumi-manager"),
+    ],
+)
+def test_an_existing_object_is_imported_with_the_field_manager_that_created_it(
+    live: dict[str, Any], outputs: dict[str, str]
+) -> None:
+    class Api(FakeApi):
+        def get_or_none(self, path: str) -> Any:
+            found = super().get_or_none(path)
+            return live if found and "kind" in found and path.endswith("kiam-agent") else found
+
+    pending_create = op("kubernetes:apps/v1:DaemonSet", "kiam-agent", "kiam")
+    api = Api({"/apis/apps/v1/namespaces/kiam/daemonsets/kiam-agent"})
+    assert KubernetesObjects(api).find(pending_create) == Finding(  # type: ignore[arg-type]
+        "exists", id="kiam/kiam-agent", outputs=outputs
+    )
+    resolution = resolve([pending_create], KubernetesObjects(api).find)  # type: ignore[arg-type]
+    document = {"deployment": {"resources": [], "pending_operations": [
+        {"resource": {"urn": pending_create.urn, "inputs": {"kind": "DaemonSet"}}, "type": "creating"}
+    ]}}  # fmt: skip
+    imported = resolved_state(document, resolution)["deployment"]["resources"][0]
+    assert imported["outputs"] == {"kind": "DaemonSet", **outputs}
+
+
+NODE_GROUP_URN = (
+    "urn:pulumi:prod-eu-1::kiam::kiam:index:Kiam$kiam:aws:ServerNodes$aws:eks/nodeGroup:NodeGroup"
+    "::kiam-server-nodes"
+)
+
+
+def eks(groups: dict[str, dict[str, str]]) -> Any:
+    """The AWS CLI's answers (AWS CLI Command Reference, eks list-nodegroups and
+    describe-nodegroup), for a cluster with these groups and tags."""
+    calls: list[list[str]] = []
+
+    def run(args: list[str]) -> dict[str, Any]:
+        calls.append(args)
+        if args[1] == "list-nodegroups":
+            return {"nodegroups": sorted(groups)}
+        name = args[args.index("--nodegroup-name") + 1]
+        return {
+            "nodegroup": {
+                "nodegroupName": name,
+                "status": "ACTIVE",
+                "createdAt": "2026-12-03T19:02:40.120000+00:00",
+                "tags": groups[name],
+            }
+        }
+
+    run.calls = calls  # type: ignore[attr-defined]
+    return run
+
+
+def node_group_op() -> PendingOperation:
+    return PendingOperation(
+        NODE_GROUP_URN, "aws:eks/nodeGroup:NodeGroup", "creating", {"clusterName": "prod-eu-1"}
+    )
+
+
+def test_the_orphan_node_group_is_found_by_its_stack_tag_and_named() -> None:
+    run = eks(
+        {
+            "kiam-server-20261101": {"kiam-eks/stack": "kiam/prod-eu-1"},  # in the state
+            "kiam-server-20261203": {"kiam-eks/stack": "kiam/prod-eu-1"},  # the orphan
+            "other-team": {"team": "x"},
+            "kiam-server-staging": {"kiam-eks/stack": "kiam/staging"},
+        }
+    )
+    groups = EksNodeGroups("eu-west-1", lambda: {"kiam-server-20261101"}, run)
+    finding = groups.find(node_group_op())
+    assert finding.state == "unknown"
+    assert finding.why.startswith(
+        "node group kiam-server-20261203 (status ACTIVE, created 2026-12-03T19:02:40.120000+00:00) "
+        "of cluster prod-eu-1 carries this stack's tag kiam-eks/stack=kiam/prod-eu-1 and is not in "
+        "the state"
+    )
+    assert (
+        f"`python -m tools.fleet up --resume --adopt '{NODE_GROUP_URN}=prod-eu-1:kiam-server-20261203'`"
+        in finding.why
+    )
+    assert (
+        "`aws eks delete-nodegroup --region eu-west-1 --cluster-name prod-eu-1 --nodegroup-name "
+        "kiam-server-20261203`" in finding.why
+    )
+    described = [c[c.index("--nodegroup-name") + 1] for c in run.calls if "describe-nodegroup" in c]
+    assert described == ["kiam-server-20261203", "kiam-server-staging", "other-team"]
+
+
+def test_no_untracked_group_of_the_stack_means_the_create_never_happened() -> None:
+    run = eks({"kiam-server-20261101": {"kiam-eks/stack": "kiam/prod-eu-1"}})
+    groups = EksNodeGroups("eu-west-1", lambda: {"kiam-server-20261101"}, run)
+    assert groups.find(node_group_op()) == Finding("absent")
+
+
+def test_the_tracked_groups_are_read_from_the_export() -> None:
+    exported = {"deployment": {"resources": [
+        {"type": "aws:eks/nodeGroup:NodeGroup", "outputs": {"nodeGroupName": "kiam-server-1"}},
+        {"type": "aws:ec2/launchTemplate:LaunchTemplate", "outputs": {"name": "lt"}},
+    ]}}  # fmt: skip
+    assert tracked_node_groups(exported) == {"kiam-server-1"}
+
+
+def test_a_person_adopts_what_a_recovery_named() -> None:
+    adopted = adopted_arguments([f"{NODE_GROUP_URN}=prod-eu-1:kiam-server-20261203"])
+    find = lookup_for(lambda o: Finding("absent"), lambda o: Finding("unknown"), adopted)
+    assert find(node_group_op()) == Finding("exists", id="prod-eu-1:kiam-server-20261203")
+    assert find(op("kubernetes:apps/v1:DaemonSet", "x")) == Finding("absent")
+    with pytest.raises(ValueError, match="expected URN=ID"):
+        adopted_arguments(["kiam-server-nodes=prod-eu-1:x"])

@@ -122,7 +122,12 @@ def test_deploys_wave_by_wave_one_environment_per_wave_never_two_runs_at_once() 
         "matrix": {"wave": "${{ fromJSON(needs.waves.outputs.waves) }}"},
     }
     run = next(s for s in up["steps"] if "tools.fleet up" in s.get("run", ""))
-    assert run["run"] == '.venv/bin/python -m tools.fleet up --waves "${{ matrix.wave }}"'
+    assert run["run"] == UP
+
+
+# `exec`: the runner's SIGINT on a cancel goes to the step's entry process only, and bash passes
+# it on to no child (actions/runner ProcessInvoker.cs); the fleet tool must be that process.
+UP = 'exec .venv/bin/python -m tools.fleet up --waves "${{ matrix.wave }}"'
 
 
 def test_deploys_only_a_push_to_main_that_passed_ci_and_exactly_the_commit_tested() -> None:
@@ -148,7 +153,4 @@ def test_deploy_installs_the_program_and_the_policy_pack_only() -> None:
     """`make install` installs requirements.txt alone (tests/test_requirements.py), so the job
     that holds the deploy role runs no test, lint or validator package."""
     up = load("deploy.yml")["jobs"]["up"]
-    assert [s["run"] for s in up["steps"] if "run" in s] == [
-        "make install policy-pack",
-        '.venv/bin/python -m tools.fleet up --waves "${{ matrix.wave }}"',
-    ]
+    assert [s["run"] for s in up["steps"] if "run" in s] == ["make install policy-pack", UP]

@@ -224,6 +224,31 @@ class PulumiStack:
         text = self.run("stack", "output", "--stack", self.stack, "--json", "--show-secrets").stdout
         return dict(json.loads(text))
 
+    # The commands an interrupted update's recovery runs (tools.interrupted.recover.StackCommands).
+
+    def export(self) -> dict[str, Any]:
+        """`pulumi stack export`: the checkpoint, pending operations included."""
+        return dict(json.loads(self.run("stack", "export", "--stack", self.stack).stdout))
+
+    def import_state(self, document: dict[str, Any]) -> None:
+        path = self.state_dir / "recovered-state.json"
+        path.write_text(json.dumps(document))
+        self.run("stack", "import", "--stack", self.stack, "--file", str(path))
+
+    def refresh(self, *extra: str, check: bool = True) -> Result:
+        return self.run(
+            "refresh", "--stack", self.stack, "--yes", "--skip-preview", *extra, check=check
+        )
+
+    def release_locks(self) -> None:
+        self.run("cancel", "--stack", self.stack, "--yes")
+
+    def lock_files(self) -> list[Path]:
+        """The stack's lock files in the file backend (pkg/backend/diy/lock.go: `.pulumi/locks/
+        <org>/<project>/<stack>/<uuid>.json`)."""
+        folder = self.backend_dir / ".pulumi" / "locks"
+        return sorted(folder.glob(f"*/*/{self.stack}/*.json"))
+
     def resources(self) -> list[dict[str, Any]]:
         """The stack's resources as the engine recorded them (`pulumi stack export`)."""
         text = self.run("stack", "export", "--stack", self.stack).stdout

@@ -132,6 +132,7 @@ def set_settings(env: Environment, stack: PulumiStack, config: dict[str, Any]) -
 # holds that every module is here.
 LONGEST_FIRST = (
     "test_node_changes",  # 440 s
+    "test_interrupted",  # 212 s (alone, 2026-12-03)
     "test_fleet",  # 271 s
     "test_adoption",  # 260 s
     "test_leaving_kiam",  # 250 s

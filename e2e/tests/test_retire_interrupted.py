@@ -4,7 +4,8 @@ The dev stack is installed; an admission policy (a ValidatingAdmissionPolicy of 
 server) refuses the retiring agent on every workload node but one, so the roll of
 `kiam:retire: true` stops at the first refused node it reaches (the DaemonSet controller stops its
 old agent, and cannot create the new one), and the `pulumi up` is interrupted (SIGINT, as an
-operator's ^C or a CI job's timeout sends it). What must hold:
+operator's ^C sends it, or as `tools.fleet` passes on a deploy job's cancel or timeout,
+docs/fleet.md "Interrupted deploys"). What must hold:
 
 - the interrupted `up` fails; the stack's outputs are still the install's (`serverAddress`, the
   `installed` facts), the agent DaemonSet still exists, and no agent pod was deleted by Pulumi;

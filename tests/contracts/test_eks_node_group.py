@@ -53,6 +53,7 @@ def test_labels_taints_update_and_repair_configuration_are_applied_to_the_runnin
         "taints",
         "updateConfig",
         "nodeRepairConfig",
+        "tags",
     }
     assert {k for k, v in ON_CHANGE.items() if v is NodeChange.SCALING} == {"scalingConfig"}
 

@@ -2,6 +2,7 @@
 
     python -m tools.fleet preview [--stacks PATTERN...] [--parallel N] [--markdown FILE]
     python -m tools.fleet up [--dry-run] [--resume] [--adoption-phase PHASE] [--waves NAME...]
+                             [--adopt URN=ID...]
     python -m tools.fleet waves                # the waves' names as JSON (the deploy workflow)
 
 Both read `--fleet fleet.yaml` (the default). Exit codes, as the plan's: 0 clean; 1 a preview,
@@ -34,6 +35,7 @@ from tools.fleet.recovery import recover_stack, up_unlocked
 from tools.fleet.report import markdown_table, text_table
 from tools.fleet.rollout import RolloutState, roll_out
 from tools.fleet.waves import fleet_stacks, plan_waves, render_plan, select, stack_file
+from tools.interrupted.lookup import adopted_arguments
 from tools.kube_api import KubeApi
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -69,6 +71,13 @@ def main(
     up.add_argument("--resume", action="store_true", help="go on from the last stopped rollout")
     up.add_argument("--waves", nargs="+", default=[], metavar="NAME", help="only these waves")
     up.add_argument("--adoption-phase", choices=PHASES, help="move every stack to this phase")
+    up.add_argument(
+        "--adopt",
+        nargs="+",
+        default=[],
+        metavar="URN=ID",
+        help="record an object an interrupted create left (as a recovery message names it)",
+    )
     commands.add_parser("waves", help="the waves' names, as JSON")
     args = parser.parse_args(argv)
 
@@ -150,6 +159,11 @@ def _up(
             print(f"--waves: no wave named {', '.join(unknown)}", file=sys.stderr)
             return EXIT_INVALID
         planned = [p for p in planned if p.wave.name in args.waves]
+    try:
+        adopted = adopted_arguments(args.adopt)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return EXIT_INVALID
     print(render_plan(planned), flush=True)
     if args.dry_run:
         return EXIT_OK
@@ -231,7 +245,9 @@ def _up(
         lambda current: current.save(state_path),
         say,
         prepare,
-        recover=lambda stack, progress: recover_stack(engine, api, stack, progress),
+        recover=lambda stack, progress: recover_stack(
+            engine, api, stack, settings[stack].cluster.region, adopted, progress
+        ),
         cancelled=lambda: cancellation.signal_name if cancellation.cancelled else None,
     )
     print(outcome.render())

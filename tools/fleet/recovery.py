@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tools.fleet.engine import Engine, OnEvent
+from tools.interrupted.eks_node_groups import EksNodeGroups, tracked_node_groups
 from tools.interrupted.kubernetes_objects import KubernetesObjects
+from tools.interrupted.lookup import lookup_for
 from tools.interrupted.recover import recover, unlocked
 from tools.kube_api import KubeApi
 
@@ -37,13 +39,20 @@ class OneStack:
 
 
 def recover_stack(
-    engine: Engine, api: Callable[[str], KubeApi], stack: str, progress: Callable[[str], None]
+    engine: Engine,
+    api: Callable[[str], KubeApi],
+    stack: str,
+    region: str,
+    adopted: dict[str, str],
+    progress: Callable[[str], None],
 ) -> None:
-    """Resolve what an interrupted update of `stack` left, reading its cluster through `api`."""
+    """Resolve what an interrupted update of `stack` left, reading its cluster through `api` and
+    its node groups in `region`; `adopted` are a person's `--adopt URN=ID`."""
+    node_groups = EksNodeGroups(region, lambda: tracked_node_groups(engine.export(stack)))
     recover(
         stack,
         OneStack(engine, stack),
-        lambda op: KubernetesObjects(api(stack)).find(op),
+        lookup_for(lambda op: KubernetesObjects(api(stack)).find(op), node_groups.find, adopted),
         progress,
         then=RESUME,
     )

@@ -7,6 +7,16 @@ create) and `metadata.namespace`. The object's REST path comes from the API's ow
 (`/api/v1`, `/apis/<group>/<version>`: each resource's `kind`, plural `name` and `namespaced`;
 Kubernetes API concepts, "Discovery API"). The provider's ID of an object is `<namespace>/<name>`,
 or `<name>` for a cluster-scoped one, which is what an import takes.
+
+An imported object also needs the field manager its create applied with. pulumi-kubernetes
+applies server-side under a name it draws at random for each create (`pulumi-kubernetes-<8 hex>`)
+and keeps only in the resource's outputs (`__fieldManager`), which a killed create never wrote;
+on a later read or update it takes the name from the state, else draws a new one (provider
+`fieldManagerName`: "1. Resource annotation, 2. Value from the Pulumi state, 3. Randomly generated
+name"). A new name then conflicts with the fields the first one owns: measured on the real
+engine, the next agent change failed with "Server-Side Apply field conflict ... conflicts with
+pulumi-kubernetes-d118382b: .spec.template.spec.containers[name=kiam-agent].args". So the manager
+the object's `metadata.managedFields` names is recorded with it.
 """
 
 from __future__ import annotations
@@ -26,6 +36,20 @@ PROVIDERS = "pulumi:providers:"
 # Where an object without a namespace of its own goes: the provider's default, `default` unless a
 # kubeconfig context says otherwise (pulumi-kubernetes docs, "namespace" provider argument).
 DEFAULT_NAMESPACE = "default"
+FIELD_MANAGER = "__fieldManager"
+MANAGER_PREFIX = "pulumi-kubernetes"
+
+
+def _pulumi_manager(found: dict[str, Any]) -> str | None:
+    """The one pulumi-kubernetes field manager of the object (its server-side apply, else any)."""
+    entries = [
+        m
+        for m in (found.get("metadata") or {}).get("managedFields") or []
+        if str(m.get("manager", "")).startswith(MANAGER_PREFIX)
+    ]
+    applied = {m["manager"] for m in entries if m.get("operation") == "Apply"}
+    names = applied or {m["manager"] for m in entries}
+    return next(iter(names)) if len(names) == 1 else None
 
 
 @dataclass
@@ -57,7 +81,11 @@ class KubernetesObjects:
             )
         else:
             path, object_id = f"{base}/{resource['name']}/{name}", name
-        return Finding("exists", id=object_id) if self.api.get_or_none(path) else Finding("absent")
+        found = self.api.get_or_none(path)
+        if not found:
+            return Finding("absent")
+        manager = _pulumi_manager(found)
+        return Finding("exists", id=object_id, outputs={FIELD_MANAGER: manager} if manager else {})
 
     def _resource(self, group_version: str, kind: str) -> dict[str, Any] | None:
         if group_version not in self._discovered:

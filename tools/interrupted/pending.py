@@ -70,6 +70,9 @@ class Finding:
     state: Literal["exists", "absent", "unknown"]
     id: str = ""
     why: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    """What the provider's own bookkeeping of an existing object needs beyond its inputs (for
+    pulumi-kubernetes, the field manager its create applied with)."""
 
 
 Lookup = Callable[[PendingOperation], Finding]
@@ -79,6 +82,8 @@ Lookup = Callable[[PendingOperation], Finding]
 class Resolution:
     imports: list[tuple[str, str]] = field(default_factory=list)
     """(URN, ID) of each pending create whose object exists."""
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """URN -> what its Finding said the state needs beyond the inputs."""
     clears: list[str] = field(default_factory=list)
     """URNs of pending creates whose object does not exist."""
     redone: list[PendingOperation] = field(default_factory=list)
@@ -107,6 +112,8 @@ def resolve(operations: list[PendingOperation], lookup: Lookup) -> Resolution:
         finding = lookup(op)
         if finding.state == "exists":
             resolution.imports.append((op.urn, finding.id))
+            if finding.outputs:
+                resolution.outputs[op.urn] = finding.outputs
         elif finding.state == "absent":
             resolution.clears.append(op.urn)
         else:
@@ -130,7 +137,10 @@ def resolved_state(exported: dict[str, Any], resolution: Resolution) -> dict[str
                 {
                     **resource,
                     "id": ids[resource["urn"]],
-                    "outputs": copy.deepcopy(resource.get("inputs") or {}),
+                    "outputs": {
+                        **copy.deepcopy(resource.get("inputs") or {}),
+                        **resolution.outputs.get(resource["urn"], {}),
+                    },
                 }
             )
     deployment["pending_operations"] = []

@@ -146,6 +146,9 @@ class FakeEngine:
     def release_locks(self, stack: str) -> None:
         self.calls.append(("cancel", stack))
 
+    def locks(self, stack: str) -> list[Any] | None:
+        return []
+
     def outputs(self, stack: str) -> dict[str, Any]:
         self._raise("outputs", stack)
         return self.outputs_of.get(stack, {"nodeGroupName": "kiam-server-abc"})

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import subprocess
 import sys
 import textwrap
 import threading
@@ -21,6 +23,7 @@ from tests.test_fleet_rollout import STACKS, WAVES, _healthy_gate, project
 from tools.fleet import cli, recovery
 from tools.fleet.cancellation import CancellableCommand, Cancellation, Cancelled
 from tools.fleet.engine import EngineError
+from tools.fleet.rollout import running_elsewhere
 from tools.interrupted.pending import Finding
 
 # A stand-in for the CLI's signal handling (pkg/backend/cancellation_scope.go): the first SIGINT
@@ -229,7 +232,8 @@ def test_a_killed_stack_is_recovered_before_its_up(
 
     monkeypatch.setattr(recovery, "KubernetesObjects", Exists)
     assert cli.main(["--fleet", str(path), "up"], engine_factory=lambda f: engine) == 0
-    assert engine.calls[2:7] == [
+    assert engine.calls[2:8] == [
+        ("export", "b"),
         ("export", "b"),
         ("stack import", "b"),
         ("refresh", "b"),
@@ -243,3 +247,26 @@ def test_a_killed_stack_is_recovered_before_its_up(
         in out
     )
     assert "[rest] b: recovered: imported kiam-agent\n" in out
+
+
+def test_a_second_rollout_with_the_same_state_file_refuses_while_the_first_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project(tmp_path, STACKS, {"waves": WAVES})
+    state = tmp_path / ".fleet" / "rollout-state.json"
+    state.parent.mkdir()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        entry = {"status": "running", "host": socket.gethostname(), "started": "t"}
+        state.write_text(
+            json.dumps({"stacks": {"b": {**entry, "pid": str(alive.pid)}}, "adoptionPhase": None})
+        )
+        engine = FakeEngine()
+        assert cli.main(["--fleet", str(path), "up"], engine_factory=lambda f: engine) == 1
+        assert engine.calls == []
+        assert f"another rollout is running b (pid {alive.pid})" in capsys.readouterr().err
+    finally:
+        alive.kill()
+        alive.wait()
+    # Once that process is gone, the entry is a killed rollout's: --resume picks it up.
+    assert running_elsewhere(state) == []

@@ -15,6 +15,7 @@ import pytest
 
 from tools.interrupted.eks_node_groups import EksNodeGroups, tracked_node_groups
 from tools.interrupted.kubernetes_objects import KubernetesObjects
+from tools.interrupted.lock_files import lock_files
 from tools.interrupted.locks import Lock, Process, linux_process, locks_in, owner_gone
 from tools.interrupted.lookup import adopted_arguments, lookup_for
 from tools.interrupted.pending import (
@@ -195,6 +196,7 @@ class FakeStack:
         self.pending = pending
         self.locked = list(locked or [])
         self.calls: list[Any] = []
+        self.listed: list[Lock] | None = None
 
     def export(self) -> dict[str, Any]:
         self.calls.append("export")
@@ -212,6 +214,10 @@ class FakeStack:
 
     def release_locks(self) -> None:
         self.calls.append("cancel")
+        self.listed = []
+
+    def locks(self) -> list[Lock] | None:
+        return self.listed
 
 
 def pending(name: str, operation: str = "creating") -> dict[str, Any]:
@@ -238,7 +244,8 @@ def test_what_exists_is_imported_the_rest_cleared_then_refreshed() -> None:
     stack = FakeStack([pending("group-new"), pending("orphan-less"), pending("agents", "updating")])
     said: list[str] = []
     resolution = recover("dev", stack, exists_for("group-new"), said.append, then="again")
-    assert stack.calls == ["export", "stack import", "refresh", "export"]
+    # Read once, read again just before the edit (unchanged), imported, refreshed, checked.
+    assert stack.calls == ["export", "export", "stack import", "refresh", "export"]
     new = pending("group-new")["resource"]
     assert stack.imported == {
         "deployment": {
@@ -266,7 +273,9 @@ def test_a_dead_lock_is_removed_and_the_refresh_runs_again() -> None:
         "dev", stack, exists_for(), said.append, then="again",
         this_host="fv-az12", process=lambda pid: None,
     )  # fmt: skip
-    assert stack.calls == ["export", "stack import", "cancel", "stack import", "refresh", "export"]
+    assert stack.calls == [
+        "export", "export", "stack import", "cancel", "stack import", "refresh", "export"
+    ]  # fmt: skip
     assert "removing the dead lock of pid 4123 (2026-12-03T19:02:11+00:00)" in said
 
 
@@ -451,3 +460,85 @@ def test_a_person_adopts_what_a_recovery_named() -> None:
     assert find(op("kubernetes:apps/v1:DaemonSet", "x")) == Finding("absent")
     with pytest.raises(ValueError, match="expected URN=ID"):
         adopted_arguments(["kiam-server-nodes=prod-eu-1:x"])
+
+
+def test_a_listed_dead_lock_is_removed_before_the_checkpoint_is_read() -> None:
+    stack = FakeStack([pending("group-new")])
+    stack.listed = [lock(host="fv-az12")]
+    said: list[str] = []
+    recover(
+        "dev", stack, exists_for(), said.append, then="again",
+        this_host="fv-az12", process=lambda pid: None,
+    )  # fmt: skip
+    assert stack.calls[:2] == ["cancel", "export"]
+
+
+def test_a_listed_live_lock_stops_the_recovery_before_anything_is_read_or_written() -> None:
+    stack = FakeStack([pending("group-new")])
+    stack.listed = [lock(host="here")]
+    running = Process("pulumi", TAKEN - timedelta(seconds=1))
+    with pytest.raises(
+        NeedsOperator, match="dev is locked by an update that may still run: u@here"
+    ):
+        recover(
+            "dev", stack, exists_for(), print, then="again",
+            this_host="here", process=lambda pid: running,
+        )  # fmt: skip
+    assert stack.calls == []
+
+
+def test_a_checkpoint_that_changes_during_the_recovery_is_never_overwritten() -> None:
+    class Changing(FakeStack):
+        def export(self) -> dict[str, Any]:
+            document = super().export()
+            document["deployment"]["resources"] = [{"urn": f"r{len(self.calls)}"}]
+            return document
+
+    stack = Changing([pending("group-new")])
+    with pytest.raises(NeedsOperator, match="its checkpoint changed while its recovery read it"):
+        recover("dev", stack, exists_for("group-new"), print, then="again")
+    assert "stack import" not in stack.calls
+
+
+def test_the_lock_files_of_a_file_backend(tmp_path: Path) -> None:
+    folder = tmp_path / ".pulumi" / "locks" / "organization" / "kiam" / "dev"
+    folder.mkdir(parents=True)
+    # lock.go's lockContent, as the v3.276.0 CLI wrote it (seen on the real engine).
+    (folder / "dc1dfbdc.json").write_text(
+        '{"pid":17306,"username":"root","hostname":"vm","timestamp":"2026-12-03T19:08:42.356481816Z"}'
+    )
+    (folder / "dc1dfbdc.json.attrs").write_text("{}")
+    other = tmp_path / ".pulumi" / "locks" / "organization" / "kiam" / "prod"
+    other.mkdir()
+    (other / "x.json").write_text(
+        '{"pid":1,"username":"a","hostname":"b","timestamp":"2026-12-03T00:00:00Z"}'
+    )
+    found = lock_files(f"file://{tmp_path}", "kiam", "dev")
+    assert found is not None and [(x.user, x.host, x.pid) for x in found] == [("root", "vm", 17306)]
+    assert found[0].taken == datetime(2026, 12, 3, 19, 8, 42, 356481, tzinfo=UTC)
+    assert lock_files(f"file://{tmp_path}", "kiam", "staging") == []
+
+
+def test_the_lock_files_of_an_s3_backend() -> None:
+    calls: list[list[str]] = []
+
+    def aws(args: list[str]) -> str:
+        calls.append(args)
+        if args[:2] == ["s3", "ls"] and args[2].endswith("/organization/kiam/dev/"):
+            # `aws s3 ls` lines: date, time, size, key.
+            return (
+                "2026-12-03 19:02:11        102 0b7c.json\n2026-12-03 19:02:11  2 0b7c.json.attrs\n"
+            )
+        if args[:2] == ["s3", "ls"]:
+            raise subprocess.CalledProcessError(1, args)
+        return '{"pid":4123,"username":"runner","hostname":"fv-az12","timestamp":"2026-12-03T19:02:11Z"}'
+
+    found = lock_files("s3://state-bucket/kiam?region=eu-west-1", "kiam", "dev", aws)
+    key = "s3://state-bucket/kiam/.pulumi/locks/organization/kiam/dev/0b7c.json"
+    assert found == [Lock(key, "runner", "fv-az12", 4123, TAKEN)]
+    assert ["s3", "cp", key, "-"] in calls
+
+
+def test_another_backend_is_not_listed_here() -> None:
+    assert lock_files("gs://bucket", "kiam", "dev") is None
+    assert lock_files("https://api.pulumi.com", "kiam", "dev") is None

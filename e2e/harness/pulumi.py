@@ -17,6 +17,8 @@ import yaml
 
 from e2e.harness import stack_yaml
 from e2e.harness.toolchain import PROVIDER_VERSION_KEY, REPO, pinned
+from tools.interrupted.lock_files import lock_files
+from tools.interrupted.locks import Lock
 
 PROGRAM_DIR = REPO / "e2e" / "program"
 PASSPHRASE = "kiam-e2e"  # only protects throwaway local state
@@ -242,6 +244,9 @@ class PulumiStack:
 
     def release_locks(self) -> None:
         self.run("cancel", "--stack", self.stack, "--yes")
+
+    def locks(self) -> list[Lock] | None:
+        return lock_files(f"file://{self.backend_dir}", "kiam", self.stack)
 
     def lock_files(self) -> list[Path]:
         """The stack's lock files in the file backend (pkg/backend/diy/lock.go: `.pulumi/locks/

@@ -34,9 +34,11 @@ What must hold:
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -68,9 +70,9 @@ STACK = "interrupted"
 NAMESPACE = "kiam"
 GROUP_NAMESPACE = "kube-system"
 # Pods take this long to start and to stop, so that a rollout is long enough to be caught half
-# way; five workload nodes, one agent restarted at a time.
+# way; eight workload nodes, one agent restarted at a time (a rollout of about 30 s).
 TIMING = PodTiming(start_seconds=2, stop_seconds=1)
-WORKERS = 5
+WORKERS = 8
 # An agent's restart seen from its node: the old pod's stop, the new one's scheduling and start,
 # and a sample period on either side.
 AGENT_RESTART_BOUND_SECONDS = 10
@@ -161,8 +163,8 @@ class Fleet:
         return self.stack.outputs()
 
 
-def make_fleet(env: Environment, stack: PulumiStack) -> Fleet:
-    folder = env.root / "fleet"
+def make_fleet(env: Environment, stack: PulumiStack, name: str = "fleet") -> Fleet:
+    folder = env.root / name
     folder.mkdir(parents=True, exist_ok=True)
     state_file = folder / "state" / "rollout-state.json"
     document = {
@@ -213,6 +215,9 @@ class Interruption:
     fewest_ready_servers: int = 0
     worst_agent_gap: tuple[float, str] = (0.0, "")
     kill_seconds: float = 0.0
+    second_code: int | None = None
+    second_log: str = ""
+    """Another rollout of the same stack started while this update ran (its own state file)."""
     groups_after_kill: list[str] = field(default_factory=list)
     groups_after_recovery: list[str] = field(default_factory=list)
     marked_for_deletion_after_kill: list[str] = field(default_factory=list)
@@ -339,6 +344,7 @@ def _killed(
     when: str,
     condition: Callable[[], bool],
     first_install: bool = False,
+    second: Fleet | None = None,
 ) -> Interruption:
     stack = fleet.stack
     story = Interruption(label)
@@ -348,6 +354,12 @@ def _killed(
     with watcher.running():
         process, _ = fleet.start(label)
         wait_for(when, condition)
+        if second is not None:
+            # A second rollout of the stack while the first still runs: the live lock is
+            # respected before anything is read or written.
+            other, log = second.start(label + "-second")
+            story.second_code = other.wait(timeout=DEADLINE_SECONDS)
+            story.second_log = log.read_text()
         started = time.monotonic()
         kill_tree(process.pid)
         process.wait(timeout=30)
@@ -409,7 +421,7 @@ def story(bin_dir: Path, session_root: Path) -> Iterator[Story]:
         config = with_changes(config, agent={"logLevel": "debug"})
         s.killed["agent rollout"] = _killed(
             env, fleet, "agent-rollout", config, "the agent rollout half done",
-            _agents_rolling(env, "debug"),
+            _agents_rolling(env, "debug"), second=make_fleet(env, stack, "second-fleet"),
         )  # fmt: skip
 
         # (a) a node group replacement, killed once the servers run on the new group.
@@ -537,6 +549,16 @@ def test_the_recoverys_up_creates_only_what_the_state_lacked(story: Story) -> No
     assert k.created_by_recovery == (
         k.resources_after_recovery - k.resources_after_kill - len(imported)
     ), k.resume_log
+
+
+def test_a_live_lock_is_respected_never_two_updates_at_once(story: Story) -> None:
+    k = story.killed["agent rollout"]
+    assert k.second_code == 1, k.second_log
+    assert (
+        f"failed: {STACK}: needs a person: {STACK} is locked by an update that may still run: "
+        f"{getpass.getuser()}@{socket.gethostname()} pid "
+    ) in k.second_log
+    assert "recovered" not in k.second_log and "up done" not in k.second_log
 
 
 def test_a_killed_replacement_leaves_no_orphan_group(story: Story) -> None:

@@ -8,7 +8,8 @@
 Both read `--fleet fleet.yaml` (the default). Exit codes, as the plan's: 0 clean; 1 a preview,
 a policy, an `up` or a health gate failed (the rollout stopped; also when a stack's step raised,
 which the rollout records as its failure); 2 the fleet file or a stack's settings are invalid
-(nothing was previewed or changed).
+(nothing was previewed or changed); 130 or 143 cancelled by SIGINT or SIGTERM (each running
+`pulumi` cancelled gracefully, its stack recorded as interrupted).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tools.fleet.kubeconfig import kubeconfig_for
 from tools.fleet.preview import preview_fleet
 from tools.fleet.recovery import recover_stack, up_unlocked
 from tools.fleet.report import markdown_table, text_table
-from tools.fleet.rollout import RolloutState, roll_out
+from tools.fleet.rollout import RolloutState, roll_out, running_elsewhere
 from tools.fleet.waves import fleet_stacks, plan_waves, render_plan, select, stack_file
 from tools.interrupted.lookup import adopted_arguments
 from tools.kube_api import KubeApi
@@ -175,6 +176,15 @@ def _up(
         return EXIT_INVALID
 
     state_path = fleet.state_file
+    running = running_elsewhere(state_path)
+    if running:
+        print(
+            f"{state_path}: another rollout is running {', '.join(running)} "
+            "(this host; its process is alive): wait for it, or stop it (it cancels gracefully "
+            "on SIGINT)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     if args.resume and state_path.exists():
         state = RolloutState.load(state_path)
         if state.adoption_phase != args.adoption_phase:

@@ -17,7 +17,8 @@ from pulumi.automation import events as ev
 
 from tools.fleet.cancellation import CancellableCommand, Cancellation
 from tools.fleet.fleet_file import FleetFile
-from tools.interrupted.locks import is_locked
+from tools.interrupted.lock_files import lock_files
+from tools.interrupted.locks import Lock, is_locked
 
 OnEvent = Callable[[ev.EngineEvent], None]
 
@@ -58,6 +59,9 @@ class Engine(Protocol):
 
     def release_locks(self, stack: str) -> None:
         """`pulumi cancel`: removes every lock file of the stack (stops nothing)."""
+
+    def locks(self, stack: str) -> list[Lock] | None:
+        """The stack's lock files in its backend (None: a backend not listed here)."""
 
 
 @dataclass
@@ -136,6 +140,12 @@ class AutomationEngine:
 
     def release_locks(self, stack: str) -> None:
         self._run(stack, "cancel", "--yes")
+
+    def locks(self, stack: str) -> list[Lock] | None:
+        workspace = self._stack(stack).workspace
+        url = workspace.who_am_i().url
+        project = workspace.project_settings().name
+        return lock_files(url, project, stack) if url else None
 
     def outputs(self, stack: str) -> dict[str, Any]:
         return {k: v.value for k, v in self._stack(stack).outputs().items()}

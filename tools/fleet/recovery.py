@@ -11,6 +11,7 @@ from typing import Any
 from tools.fleet.engine import Engine, OnEvent
 from tools.interrupted.eks_node_groups import EksNodeGroups, tracked_node_groups
 from tools.interrupted.kubernetes_objects import KubernetesObjects
+from tools.interrupted.locks import Lock
 from tools.interrupted.lookup import lookup_for
 from tools.interrupted.recover import recover, unlocked
 from tools.kube_api import KubeApi
@@ -36,6 +37,9 @@ class OneStack:
 
     def release_locks(self) -> None:
         self.engine.release_locks(self.stack)
+
+    def locks(self) -> list[Lock] | None:
+        return self.engine.locks(self.stack)
 
 
 def recover_stack(

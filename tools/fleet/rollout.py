@@ -99,6 +99,40 @@ class Outcome:
         return "\n".join(lines)
 
 
+def running_elsewhere(
+    path: Path, this_host: str | None = None, alive: Callable[[int], bool] | None = None
+) -> list[str]:
+    """The stacks the state file says another live rollout on this host is running (`stack (pid
+    N)`): a second rollout with the same state file would write over its record. A `running`
+    entry of a process that is gone (a killed rollout) is what `--resume` picks up."""
+    if not path.exists():
+        return []
+    host = this_host or socket.gethostname()
+    is_alive = alive or _alive
+    found = []
+    for stack, entry in RolloutState.load(path).stacks.items():
+        pid = entry.get("pid", "")
+        if (
+            entry.get("status") == RUNNING
+            and entry.get("host") == host
+            and pid.isdigit()
+            and int(pid) != os.getpid()
+            and is_alive(int(pid))
+        ):
+            found.append(f"{stack} (pid {pid})")
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 Gate = Callable[[str, Callable[[str], None]], tuple[bool, str]]
 """(stack, progress) -> (healthy, why not): the health gate after a stack's up."""
 Prepare = Callable[[str], None]

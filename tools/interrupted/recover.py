@@ -3,7 +3,10 @@
 What is automatic, and why:
 - **A dead lock is removed** (`pulumi cancel`), only when every lock of the stack is provably dead
   (tools/interrupted/locks.py: taken on this host by a process that is gone). A lock of another
-  host, or of a live process, is always respected: the recovery stops and names it.
+  host, or of a live process, is always respected: the recovery stops and names it. The locks are
+  read from the backend first (lock_files.py), before anything is edited; the checkpoint is read
+  again just before the edit is written, and a change in between (an update that was running)
+  stops the recovery instead of overwriting it.
 - **Pending operations are resolved by a state edit and a refresh**: each pending create is
   imported when its object exists and cleared when it does not (tools/interrupted/pending.py);
   updates, deletes and reads are read back from the cluster by the refresh. A pending create
@@ -20,7 +23,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
-from tools.interrupted.locks import ProcessTable, is_locked, linux_process, locks_in, owner_gone
+from tools.interrupted.locks import (
+    Lock,
+    ProcessTable,
+    is_locked,
+    linux_process,
+    locks_in,
+    owner_gone,
+)
 from tools.interrupted.pending import (
     Lookup,
     Resolution,
@@ -49,6 +59,37 @@ class StackCommands(Protocol):
 
     def release_locks(self) -> None: ...
 
+    def locks(self) -> list[Lock] | None:
+        """The stack's lock files, or None when its backend cannot be listed here."""
+
+
+def _released(
+    stack: str,
+    locks: list[Lock],
+    commands: StackCommands,
+    progress: Progress,
+    then: str,
+    this_host: str | None,
+    process: ProcessTable,
+    now: datetime,
+    message: str = "",
+) -> None:
+    """Remove the stack's locks if every one is dead; otherwise raise NeedsOperator naming the
+    live ones (or all, when the refusal named none)."""
+    alive = [lock for lock in locks if not owner_gone(lock, this_host, process)]
+    if alive or not locks:
+        found = "; ".join(lock.describe(now) for lock in (alive or locks)) or message
+        raise NeedsOperator(
+            f"{stack} is locked by an update that may still run: {found}. Wait for it to end. "
+            f"If it has (its host is gone, or no `pulumi` with that pid runs there): "
+            f"`pulumi cancel --stack {stack} --yes`, then {then}"
+        )
+    progress(
+        "removing "
+        + ", ".join(f"the dead lock of pid {lock.pid} ({lock.taken.isoformat()})" for lock in locks)
+    )
+    commands.release_locks()
+
 
 def unlocked(
     stack: str,
@@ -69,22 +110,9 @@ def unlocked(
         message = str(error)
         if not is_locked(message):
             raise
-        locks = locks_in(message)
-        alive = [lock for lock in locks if not owner_gone(lock, this_host, process)]
-        if alive or not locks:
-            found = "; ".join(lock.describe(now()) for lock in (alive or locks)) or message
-            raise NeedsOperator(
-                f"{stack} is locked by an update that may still run: {found}. Wait for it to end. "
-                f"If it has (its host is gone, or no `pulumi` with that pid runs there): "
-                f"`pulumi cancel --stack {stack} --yes`, then {then}"
-            ) from None
-        progress(
-            "removing "
-            + ", ".join(
-                f"the dead lock of pid {lock.pid} ({lock.taken.isoformat()})" for lock in locks
-            )
+        _released(
+            stack, locks_in(message), commands, progress, then, this_host, process, now(), message
         )
-        commands.release_locks()
         return run()
 
 
@@ -100,6 +128,10 @@ def recover(
 ) -> Resolution | None:
     """Resolve the stack's pending operations (removing dead locks first); None when it had none.
     `then` is the command that goes on afterwards, for the messages."""
+    listed = commands.locks()
+    if listed:
+        now = datetime.now(UTC)
+        _released(stack, listed, commands, progress, then, this_host, process, now)
     exported = commands.export()
     operations = pending_operations(exported)
     if not operations:
@@ -117,6 +149,11 @@ def recover(
             f"`pulumi import --stack {stack}` it under that URN's type, name and parent, or "
             "delete the object; then "
             f"`pulumi refresh --stack {stack} --yes --clear-pending-creates`; then {then}"
+        )
+    if commands.export() != exported:
+        raise NeedsOperator(
+            f"{stack}: its checkpoint changed while its recovery read it: another update of it "
+            f"is running. Wait for it to end, then {then}"
         )
     edited = resolved_state(exported, resolution)
     for step in (lambda: commands.import_state(edited), commands.refresh):

@@ -30,7 +30,7 @@ from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.pulumi import PulumiStack
 from e2e.tests.conftest import example_config
 from kiam_eks.settings import SettingsError, settings_from_stack_file
-from tools.scale_stack import scale_stack
+from tools.scale_stack import scale_config
 
 FLOOR_PROGRAM = toolchain.REPO / "e2e" / "floor"
 STEPS = ("preview", "up", "up (no change)", "destroy")
@@ -48,21 +48,30 @@ def measure(stack: PulumiStack, runs: int) -> dict[str, list[float]]:
     return times
 
 
-def kubernetes_resources(stack: PulumiStack) -> int:
-    """How many Kubernetes resources the stack has (its providers left out)."""
-    return sum(
-        1
-        for r in stack.resources()
-        if r["type"].startswith("kubernetes:") and not r["type"].startswith("pulumi:providers")
-    )
+def resource_counts(stack: PulumiStack) -> tuple[int, int]:
+    """How many Kubernetes resources and how many component resources the stack has (its
+    providers and the root stack left out): what the floor registers as many of."""
+    kubernetes = components = 0
+    for r in stack.resources():
+        kind = r["type"]
+        if kind.startswith("pulumi:providers") or kind == "pulumi:pulumi:Stack":
+            continue
+        if kind.startswith("kubernetes:"):
+            kubernetes += 1
+        elif not r.get("custom"):
+            components += 1
+    return kubernetes, components
 
 
-def bench_config(applications: int | None, namespaces: int) -> tuple[str, dict[str, Any]]:
+def bench_config(
+    applications: int | None, namespaces: int, folder: Path
+) -> tuple[str, dict[str, Any]]:
     """The benched stack's column label and `config:` map: the dev example stack, or the scale
-    stack of `applications` applications over `namespaces` namespaces."""
+    stack of `applications` applications over `namespaces` namespaces (its applications in a file
+    in `folder` past what Pulumi's configuration holds)."""
     if applications is None:
         return "dev stack", example_config("dev")
-    config: dict[str, Any] = scale_stack(applications, namespaces)["config"]
+    config = scale_config(applications, namespaces, folder)
     return f"scale stack ({applications} apps, {namespaces} ns)", config
 
 
@@ -92,14 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     namespaces = DEFAULT_NAMESPACES if args.namespaces is None else args.namespaces
     if args.applications is not None and (args.applications < 0 or namespaces < 1):
         parser.error("--applications must be 0 or more and --namespaces 1 or more")
-    label, config = bench_config(args.applications, namespaces)
     name = "dev" if args.applications is None else "scale"
     with tempfile.TemporaryDirectory(prefix="kiam-e2e-bench-") as tmp:
         root = Path(tmp)
+        label, config = bench_config(args.applications, namespaces, root / "applications")
         stack_file = write_stack_file(root / f"Pulumi.{name}.yaml", config)
         try:
-            # Refused settings (a scale stack too large to hand to the program) before anything
-            # starts.
+            # Refused settings stop here, before anything starts.
             settings_from_stack_file(stack_file)
         except SettingsError as error:
             print(error, file=sys.stderr)
@@ -110,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             kiam = env.stack(name)
             kiam.create(stack_file)
             kiam.up()
-            count = kubernetes_resources(kiam)
+            count, components = resource_counts(kiam)
             kiam.destroy()
             floor = PulumiStack(
                 stack="floor",
@@ -121,13 +129,19 @@ def main(argv: list[str] | None = None) -> int:
                 kubeconfig=env.plane.kubeconfig,
                 state_dir=root / "state" / "floor",
                 program_dir=FLOOR_PROGRAM,
-                extra_env={"KIAM_E2E_FLOOR_RESOURCES": str(count)},
+                extra_env={
+                    "KIAM_E2E_FLOOR_RESOURCES": str(count),
+                    "KIAM_E2E_FLOOR_COMPONENTS": str(components),
+                },
             )
             floor.create(write_stack_file(root / "Pulumi.floor.yaml", {}))
             results = {"kiam": measure(kiam, args.runs), "floor": measure(floor, args.runs)}
         finally:
             env.stop()
-    print(f"{count} Kubernetes resources each; median of {args.runs} runs, seconds\n")
+    print(
+        f"{count} Kubernetes resources and {components} component resources each; "
+        f"median of {args.runs} runs, seconds\n"
+    )
     print(f"| step | {label} | floor | ratio |\n|---|---|---|---|")
     for step in STEPS:
         ours, base = (statistics.median(results[k][step]) for k in ("kiam", "floor"))

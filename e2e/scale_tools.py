@@ -55,7 +55,7 @@ from kiam_eks.contracts.labels import ROLE_ANNOTATION
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from tools import kiam_draft, kiam_usage
 from tools.kube_api import KubeApi
-from tools.scale_stack import scale_stack
+from tools.scale_stack import scale_config
 
 # The largest round size a stack file of the scale stack's shape holds (737, contracts/pulumi_config.py).
 DEFAULT_APPLICATIONS = 700
@@ -343,7 +343,7 @@ def workers_for(pods: int) -> int:
 
 def run(args: argparse.Namespace, root: Path, steps: list[Step]) -> None:
     """Every step, in order; the first that raises ends the run (recorded as failed)."""
-    config: dict[str, Any] = scale_stack(args.applications, args.namespaces)["config"]
+    config = scale_config(args.applications, args.namespaces, root / "stack-files")
     stack_file = write_stack_file(root / "stack-files" / "Pulumi.scale.yaml", config)
     settings_from_stack_file(stack_file)  # refused settings stop here, before anything starts
     env = Environment.start(root, toolchain.bin_dir(), "kiam-scale-tools")

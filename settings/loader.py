@@ -72,7 +72,9 @@ def settings_from_values(values: Mapping[str, Any], source: str) -> StackSetting
 
 
 def load_settings() -> StackSettings:
-    """The running stack's settings, as the Pulumi engine (or a test's mock config) hands them over."""
+    """The running stack's settings, as the Pulumi engine (or a test's mock config) hands them
+    over; an applications file is read relative to the program's working directory, which the
+    language host makes the project directory."""
     import pulumi
     from pulumi.runtime import config as runtime_config
 
@@ -83,7 +85,66 @@ def load_settings() -> StackSettings:
         for key, value in merged.items()
         if key.startswith(prefix)
     }
-    return settings_from_values(values, stack_file_for(pulumi.get_stack()))
+    source = stack_file_for(pulumi.get_stack())
+    return settings_from_values(with_applications_file(values, Path.cwd(), source), source)
+
+
+APPLICATIONS_FILE = "applicationsFile"
+
+
+def project_dir_of(stack_file: Path) -> Path:
+    """The project a stack file belongs to: the nearest folder above it holding `Pulumi.yaml`
+    (its own folder when none does)."""
+    for folder in stack_file.resolve().parents:
+        if (folder / "Pulumi.yaml").exists():
+            return folder
+    return stack_file.resolve().parent
+
+
+def with_applications_file(
+    values: Mapping[str, Any], project_dir: Path, source: str
+) -> dict[str, Any]:
+    """`values` with the applications of `kiam:applicationsFile` (relative to `project_dir`)
+    joined to `kiam:applications`; the file's path, reading and shape are checked here, its
+    applications with the rest."""
+    merged = dict(values)
+    name = merged.get(APPLICATIONS_FILE)
+    if name is None:
+        return merged
+    key = f"{NAMESPACE}:{APPLICATIONS_FILE}"
+    if not isinstance(name, str) or not name:
+        raise SettingsError(source, [f"{key}: must be a file's path (got {name!r})"])
+    path = project_dir / name
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise SettingsError(source, [f"{key}: cannot read {path}: {error.strerror}"]) from None
+    except yaml.YAMLError as error:
+        raise SettingsError(
+            source, [f"{key}: {path} is not valid YAML: {_yaml_problem(error)}"]
+        ) from None
+    listed = document.get("applications") if isinstance(document, dict) else None
+    if not isinstance(listed, dict) or set(document) != {"applications"}:
+        raise SettingsError(
+            source,
+            [
+                f"{key}: {path} must be a mapping with one key, `applications:`, a mapping of applications"
+            ],
+        )
+    inline = merged.get("applications") or {}
+    if not isinstance(inline, dict):
+        return merged  # the model names what is wrong with kiam:applications
+    both = sorted(set(inline) & set(listed))
+    if both:
+        raise SettingsError(
+            source,
+            [
+                f"{key}: {path} and kiam:applications both name {', '.join(str(b) for b in both)}: "
+                "each application in one place"
+            ],
+        )
+    merged["applications"] = {**inline, **listed}
+    return merged
 
 
 def read_stack_file(path: Path) -> dict[str, Any]:
@@ -111,6 +172,7 @@ def settings_from_stack_file(path: Path) -> tuple[StackSettings, dict[str, Any]]
     _check_config_size(config, str(path))
     prefix = f"{NAMESPACE}:"
     values = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+    values = with_applications_file(values, project_dir_of(path), str(path))
     return settings_from_values(values, str(path)), config
 
 

@@ -72,8 +72,9 @@ KIAM_ARGUMENTS: dict[str, str] = {
     "retire": "retire",
 }
 # Settings that are not arguments of `Kiam`: how this repository's program makes its own
-# Kubernetes provider (a program using `Kiam` passes its provider in the resource options).
-PROGRAM_SETTINGS = ("kubeconfig", "cluster.kubernetesAuth")
+# Kubernetes provider (a program using `Kiam` passes its provider in the resource options), and
+# where its stack file lists more applications (they reach `Kiam` as `applications`).
+PROGRAM_SETTINGS = ("kubeconfig", "cluster.kubernetesAuth", "applicationsFile")
 # The arguments of `Kiam` that are no setting: another resource's outputs, used as they are
 # (`subnet_ids` stands for `node_group.subnets`, whose ids it gives).
 KIAM_INPUTS = ("oidc_issuer", "subnet_ids")

@@ -67,6 +67,14 @@ class StackSettings(Model):
         "by EKS Pod Identity or IRSA for one service account, or by both while it moves "
         "(`servedBy`).",
     )
+    applications_file: str | None = Field(
+        default=None,
+        description="A YAML file holding more applications, as `applications:` mapping each "
+        "name to the same settings as `kiam:applications` (a name may be in only one of the "
+        "two). Relative to the project directory, the one holding `Pulumi.yaml`. For stacks "
+        "past what Pulumi can hand a program in its configuration: about 700 applications "
+        "(contracts/pulumi_config.py).",
+    )
     existing_permitted: dict[DnsLabel, str] = Field(
         default={},
         description="Namespaces whose `iam.amazonaws.com/permitted` annotation someone else set "

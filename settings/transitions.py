@@ -926,6 +926,12 @@ TABLE: tuple[Row, ...] = (
         _applications,
     ),
     Row(
+        "kiam:applicationsFile",
+        (Kind.SAFE,),
+        "Only where the applications are listed: they are joined to kiam:applications before "
+        "anything is judged, and each is judged by the rows above, wherever it is listed.",
+    ),
+    Row(
         "kiam:existingPermitted",
         (Kind.SAFE, Kind.REFUSED),
         "Adding an entry takes the namespace's annotation over; dropping or changing one the "

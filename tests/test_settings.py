@@ -191,8 +191,8 @@ def test_every_problem_is_listed_with_its_key_path() -> None:
         "image, logLevel, maxConnectionAge, maxConnectionAgeGrace, maxConnectionIdle, metricsPort, "
         "priorityClassName, replicas, resources, rolloutTimeoutMinutes, serviceName, sessionDuration, "
         "sessionRefresh, syncInterval, unhealthyNodeTolerationSeconds)",
-        "kiam:sever: is not a known setting (allowed here: adoption, agent, applications, cluster, "
-        "existingPermitted, iam, kubeconfig, monitoring, namespace, nodeGroup, podIdentityAgent, retire, server, tls)",
+        "kiam:sever: is not a known setting (allowed here: adoption, agent, applications, applicationsFile, "
+        "cluster, existingPermitted, iam, kubeconfig, monitoring, namespace, nodeGroup, podIdentityAgent, retire, server, tls)",
     ]
 
 

@@ -169,6 +169,13 @@ def _existing_permitted(config: dict[str, Any], base: str) -> bool:
     return True
 
 
+def _applications_file(config: dict[str, Any], base: str) -> bool:
+    # Where applications are listed; the loader joins the file's to kiam:applications first
+    # (tests/test_applications_file.py), so the judge sees the same applications either way.
+    config["kiam:applicationsFile"] = "applications/more.yaml"
+    return True
+
+
 def _kubeconfig(config: dict[str, Any], base: str) -> bool:
     config["kiam:kubeconfig"] = "apiVersion: v1\nkind: Config\n"
     return True
@@ -440,6 +447,7 @@ CHANGES: dict[str, tuple[Change, Kind | dict[str, Kind]]] = {
         Kind.REFUSED,
     ),
     "kiam:existingPermitted": (_existing_permitted, Kind.SAFE),
+    "kiam:applicationsFile": (_applications_file, Kind.SAFE),
     "kiam:podIdentityAgent.manageAddon": (
         setting("podIdentityAgent", "manageAddon", True),
         Kind.SAFE,

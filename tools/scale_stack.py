@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from kiam_eks.contracts.pulumi_config import MAX_ARG_STRLEN, config_environment_bytes
 from kiam_eks.settings.loader import read_stack_file
 
 ACCOUNT = "111122223333"  # the dev stack's account
@@ -65,16 +66,41 @@ def application(index: int, namespaces: int) -> dict[str, Any]:
     return entry
 
 
-def scale_stack(applications: int, namespaces: int = 20) -> dict[str, Any]:
-    """The stack file's document: the dev stack with `applications` applications."""
+def scale_stack(
+    applications: int, namespaces: int = 20, applications_file: Path | None = None
+) -> dict[str, Any]:
+    """The stack file's document: the dev stack with `applications` applications, in the stack
+    file or, given `applications_file`, written there and named by `kiam:applicationsFile` (an
+    absolute path: it holds wherever the stack file is used from)."""
     config = read_stack_file(PROJECT_DIR / BASE_STACK)
-    config["kiam:applications"] = {
+    listed = {
         f"{team(i, namespaces)}-app-{i:04d}": application(i, namespaces)
         for i in range(applications)
     }
+    if applications_file is None:
+        config["kiam:applications"] = listed
+    else:
+        applications_file.write_text(
+            yaml.safe_dump({"applications": listed}, sort_keys=False, width=100)
+        )
+        config["kiam:applicationsFile"] = str(applications_file.resolve())
     if any(i % MOVING_IN == MOVING_IN - 1 for i in range(applications)):
         config["kiam:podIdentityAgent"] = {"manageAddon": True}
     return {"config": config}
+
+
+def scale_config(applications: int, namespaces: int, folder: Path) -> dict[str, Any]:
+    """The scale stack's `config:` map, its applications inline while Pulumi can hand them to the
+    program in its configuration (contracts/pulumi_config.py), else in `folder`/applications.yaml
+    (`kiam:applicationsFile`), as a user's stack of that size must."""
+    config: dict[str, Any] = scale_stack(applications, namespaces)["config"]
+    if config_environment_bytes(config) <= MAX_ARG_STRLEN:
+        return config
+    folder.mkdir(parents=True, exist_ok=True)
+    listed: dict[str, Any] = scale_stack(applications, namespaces, folder / "applications.yaml")[
+        "config"
+    ]
+    return listed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,11 +109,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--applications", type=int, required=True)
     parser.add_argument("--namespaces", type=int, default=20)
+    parser.add_argument(
+        "--applications-file",
+        type=Path,
+        metavar="PATH",
+        help="write the applications here (kiam:applicationsFile), not into the stack file",
+    )
     args = parser.parse_args(argv)
     if args.applications < 0 or args.namespaces < 1:
         parser.error("--applications must be 0 or more and --namespaces 1 or more")
     yaml.safe_dump(
-        scale_stack(args.applications, args.namespaces), sys.stdout, sort_keys=False, width=100
+        scale_stack(args.applications, args.namespaces, args.applications_file),
+        sys.stdout,
+        sort_keys=False,
+        width=100,
     )
     return 0
 

@@ -23,11 +23,11 @@ A pod already running keeps what it was given: nothing here changes a pod after 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from e2e.harness.kube import Kube, is_ready
+from e2e.harness.waiting import wait_for
 from e2e.standins import pod_identity
 from kiam_eks.contracts import credential_env
 from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
@@ -182,12 +182,7 @@ def _delete(kube: Kube, workload: Workload, names: list[str]) -> None:
 
 
 def _wait(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + READY_DEADLINE_SECONDS
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"never observed: {what}")
+    wait_for(what, condition, READY_DEADLINE_SECONDS)
 
 
 def service_account(

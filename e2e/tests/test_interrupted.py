@@ -50,6 +50,7 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e.harness import waiting
 from e2e.harness.cluster import PodTiming
 from e2e.harness.environment import Environment
 from e2e.harness.kube import is_ready
@@ -92,12 +93,7 @@ COMPARED = {
 
 
 def wait_for(what: str, condition: Callable[[], bool], seconds: float = DEADLINE_SECONDS) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"never observed: {what}")
+    waiting.wait_for(what, condition, seconds)
 
 
 def descendants(root: int) -> list[int]:
@@ -317,7 +313,7 @@ def _judge(
     env: Environment, fleet: Fleet, watcher: Watcher, story: Interruption, serving_from: float
 ) -> None:
     stack = fleet.stack
-    story.resume_code, story.resume_log = fleet.resume(story.label + "-resume")
+    story.resume_code, story.resume_log = fleet.resume(story.label.replace(" ", "-") + "-resume")
     story.installed_after_recovery = _installed(stack)
     story.created_by_recovery = _created(story.resume_log)
     story.resources_after_recovery = len(stack.resources())

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ import pytest
 from e2e.harness.environment import Environment
 from e2e.harness.kube import ApiError, is_ready
 from e2e.harness.pulumi import PulumiStack, Result, type_and_name
+from e2e.harness.waiting import wait_for
 from e2e.tests.conftest import REPORT, deploy, example_config, fresh_environment, set_settings
 from kiam_eks.contracts import names, tokens
 from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
@@ -121,12 +121,7 @@ def args_of(pod: dict[str, Any]) -> list[str]:
 
 
 def wait(what: str, condition: Any) -> None:
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"never observed: {what}")
+    wait_for(what, condition, DEADLINE_SECONDS)
 
 
 @dataclass

@@ -215,47 +215,39 @@ def roll_out(
         except Exception as error:  # anything else is the stack's failure too, never lost
             fail(raised("prepare", error))
             return
-        try:
-            recover(stack, said)
-        except NeedsOperator as needed:
-            fail(f"needs a person: {needed}", f"stopped, needs a person: {needed}")
-            return
-        except Cancelled:
-            interrupted(stack, said, "the recovery of an interrupted update")
-            return
-        except EngineError as error:
-            if cancelled():
-                interrupted(stack, said, "the recovery of an interrupted update", str(error))
-            else:
-                fail(f"recovery failed: {error}")
-            return
-        except Exception as error:
-            fail(raised("recovery", error))
+
+        def attempt(
+            step: str, action: Callable[[], None], why: Callable[[EngineError], str]
+        ) -> bool:
+            """One step of the stack; False once its failure or interruption is recorded."""
+            try:
+                action()
+                return True
+            except NeedsOperator as needed:
+                fail(f"needs a person: {needed}", f"stopped, needs a person: {needed}")
+            except Cancelled:
+                interrupted(stack, said, step)
+            except EngineError as error:
+                if cancelled():
+                    interrupted(stack, said, step, why(error))
+                else:
+                    fail(f"{step} failed: {why(error)}")
+            except Exception as error:  # anything else is the stack's failure too, never lost
+                fail(raised(step, error))
+            return False
+
+        if not attempt("recovery", lambda: recover(stack, said), str):
             return
         if cancelled():
             interrupted(stack, said, "its start")
             return
         said("up")
         summary = EventSummary(stack)
-        try:
-            engine.up(stack, summary)
-        except NeedsOperator as needed:
-            fail(f"needs a person: {needed}", f"stopped, needs a person: {needed}")
-            return
-        except Cancelled:
-            interrupted(stack, said, "pulumi up")
-            return
-        except EngineError as error:
-            if cancelled():
-                interrupted(stack, said, "pulumi up", summary.finish(str(error)).error or "")
-            else:
-                fail(f"pulumi up failed: {summary.finish(str(error)).error}")
-            return
-        except Exception as error:
-            fail(raised("pulumi up", error))
-            return
-        if cancelled():
-            interrupted(stack, said, "its health gate", "the update finished; the gate did not run")
+        if not attempt(
+            "pulumi up",
+            lambda: engine.up(stack, summary),
+            lambda error: summary.finish(str(error)).error or "",
+        ):
             return
         changes = summary.result.changes
         said(

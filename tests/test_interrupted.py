@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -542,3 +543,20 @@ def test_the_lock_files_of_an_s3_backend() -> None:
 def test_another_backend_is_not_listed_here() -> None:
     assert lock_files("gs://bucket", "kiam", "dev") is None
     assert lock_files("https://api.pulumi.com", "kiam", "dev") is None
+
+
+def test_a_zombie_is_no_running_process(tmp_path: Path) -> None:
+    """A killed CLI whose parent was killed too stays a zombie until something reaps it: its lock
+    is dead all the same (seen on the real engine)."""
+    (tmp_path / "42").mkdir()
+    fields = ["Z", *["0"] * 18, "250"]
+    (tmp_path / "42" / "stat").write_text(f"42 (pulumi) {' '.join(fields)} 0 0\n")
+    (tmp_path / "stat").write_text("btime 1764788400\n")
+    assert linux_process(42, tmp_path) is None
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    stat = Path(f"/proc/{zombie.pid}/stat")
+    while time.monotonic() < deadline and stat.read_text().split(") ")[-1][0] != "Z":
+        time.sleep(0.05)
+    assert linux_process(zombie.pid) is None  # exited, not yet reaped by us
+    zombie.wait()

@@ -92,10 +92,17 @@ class Process:
 ProcessTable = Callable[[int], Process | None]
 
 
+# A process in these states (the third field of /proc/PID/stat, proc(5)) has exited: a zombie
+# waits only for its parent to read its status. Seen on the real engine: a killed CLI whose
+# parent was killed too stayed a zombie (nothing reaped it), and its lock looked alive.
+EXITED = ("Z", "X", "x")
+
+
 def linux_process(pid: int, proc: Path = Path("/proc")) -> Process | None:
-    """The process with this pid from /proc (its command name and start time), or None. The start
-    time is the 22nd field of /proc/PID/stat in clock ticks since boot (proc(5)); boot time is
-    /proc/stat's `btime`."""
+    """The running process with this pid from /proc (its command name and start time), or None
+    (no such process, or one that has exited and is not yet reaped). The start time is the 22nd
+    field of /proc/PID/stat in clock ticks since boot (proc(5)); boot time is /proc/stat's
+    `btime`."""
     try:
         stat = (proc / str(pid) / "stat").read_text()
         boot = next(
@@ -106,7 +113,10 @@ def linux_process(pid: int, proc: Path = Path("/proc")) -> Process | None:
     except (OSError, StopIteration, ValueError):
         return None
     name = stat[stat.index("(") + 1 : stat.rindex(")")]
-    ticks = int(stat[stat.rindex(")") + 2 :].split()[19])
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in EXITED:
+        return None
+    ticks = int(fields[19])
     started = boot + ticks / os.sysconf("SC_CLK_TCK")
     return Process(name=name, started=datetime.fromtimestamp(started, UTC))
 

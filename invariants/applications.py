@@ -14,7 +14,7 @@ from kiam_eks.contracts import kiam
 from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
 from kiam_eks.contracts.tokens import ROLE
 from kiam_eks.invariants.expected import ExpectedApplication
-from kiam_eks.invariants.iam_documents import allows, as_list, document, known_arn, statements
+from kiam_eks.invariants.iam_documents import allowing, as_list, document, known_arn, statements
 from kiam_eks.invariants.model import Resource, Violation, dig, is_unknown
 from kiam_eks.invariants.view import SERVER_CONTAINER, KiamView, container, flag_values
 
@@ -84,6 +84,7 @@ def application_reachable(view: KiamView) -> list[Violation]:
         )
     servers = _servers(view)
     assume = _server_statements(view, server_role)
+    assume_allows = allowing(assume, "sts:AssumeRole") if assume is not None else None
     admitted_elsewhere = _admitted_elsewhere(apps)
     for app in apps:
         where = app.role.urn if app.role is not None else "stack"
@@ -93,7 +94,7 @@ def application_reachable(view: KiamView) -> list[Violation]:
             out.add(Violation(CHECK_ID, where, prefix + reason))
 
         if app.arn is not None and app.settings.kiam:
-            if assume is not None and not allows(assume, "sts:AssumeRole", app.arn):
+            if assume_allows is not None and not assume_allows(app.arn):
                 report(f"the kiam-server role's policy does not allow sts:AssumeRole on {app.arn}")
             for server in servers:
                 if app.annotation is None:

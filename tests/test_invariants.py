@@ -1310,6 +1310,33 @@ def test_allows_only_what_certainly_applies(statements: list[Any], allowed: bool
     assert allows(statements, "sts:AssumeRole", ARN) is allowed
 
 
+def test_allowing_judges_each_resource_by_its_own_statements() -> None:
+    """`allowing` (what guarantee 8 reads 1,000 ARNs with) answers per resource: an exact ARN
+    allows only itself, a wildcard what it matches, a Deny only where it applies."""
+    from kiam_eks.invariants.iam_documents import allowing, allows
+
+    other = "arn:aws:iam::1:role/apps/other"
+    denied = "arn:aws:iam::1:role/denied/x"
+    statements = [
+        {
+            "Effect": "Allow",
+            "Action": "sts:AssumeRole",
+            "Resource": [ARN, "arn:aws:iam::1:role/denied/*"],
+        },
+        {"Effect": "Deny", "Action": "sts:AssumeRole", "Resource": "arn:aws:iam::1:role/denied/x"},
+        {"Effect": "Allow", "Action": "iam:PassRole", "Resource": other},
+    ]
+    judge = allowing(statements, "sts:AssumeRole")
+    verdicts = {arn: judge(arn) for arn in (ARN, other, denied, "arn:aws:iam::1:role/denied/y")}
+    assert verdicts == {
+        ARN: True,
+        other: False,
+        denied: False,
+        "arn:aws:iam::1:role/denied/y": True,
+    }
+    assert verdicts == {arn: allows(statements, "sts:AssumeRole", arn) for arn in verdicts}
+
+
 @pytest.mark.parametrize(
     ("annotation", "permitted", "args", "granted"),
     [

@@ -21,7 +21,7 @@ from kiam_eks.components.agent import Agent, AgentArgs
 from kiam_eks.components.agent_retirement import AgentRetirement, AgentRetirementArgs
 from kiam_eks.components.application_output import application_output
 from kiam_eks.components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
-from kiam_eks.components.known import when_known
+from kiam_eks.components.known import lifted, when_known
 from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
 from kiam_eks.components.namespace import kiam_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
@@ -225,14 +225,14 @@ class Kiam(pulumi.ComponentResource):
             # Known only once the agents are rolled: the program records its outputs then, so a
             # failed roll leaves the previous ones, `serverAddress` included, and the next
             # `pulumi up` rolls again (components/agent_retirement.py).
-            applications = pulumi.Output.all(self.retirement.done, applications).apply(
+            applications = lifted([self.retirement.done, applications]).apply(
                 lambda done_and_applications: done_and_applications[1]
             )
         self.application_outputs = applications
         """`applications` as the program exports it: a mapping of each application's values
         (outside a retirement), so that a preview shows every value known so far; as one
         output (`applications`) it is unknown while any of them is."""
-        self.applications = pulumi.Output.from_input(applications)
+        self.applications = lifted(applications)
         self.register_outputs(
             {}
             if self.server_nodes is None

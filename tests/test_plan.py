@@ -292,3 +292,50 @@ def test_each_kubernetes_schema_is_parsed_once_per_process() -> None:
     assert (after.misses, after.hits - before.hits) == (before.misses, 2)
     validate.cache_schemas()  # a second call wraps nothing twice
     assert utils.schema_contents is cached
+
+
+def test_the_resource_tree_reads_the_same_whatever_order_the_sdk_registered_in() -> None:
+    """Children made inside an `apply` register in the order their inputs resolve, which varies
+    between runs; the plan lists each component's children by type and name."""
+    from tools.mock_engine import Recording, Registration
+    from tools.plan import _tree
+
+    stack = "urn:pulumi:s::p::pulumi:pulumi:Stack::p-s"
+
+    def registration(type_: str, name: str, parent: str) -> Registration:
+        return Registration(
+            urn=f"urn:pulumi:s::p::{type_}::{name}",
+            id="",
+            type=type_,
+            name=name,
+            parent=parent,
+            custom=False,
+            provider="",
+            dependencies=(),
+            property_dependencies={},
+            delete_before_replace=False,
+            custom_timeouts={},
+            ignore_changes=(),
+            replace_on_changes=(),
+            inputs={},
+            secret_paths=(),
+        )
+
+    component = registration("kiam:index:Tls", "kiam-tls", stack)
+    children = [
+        registration("tls:index/privateKey:PrivateKey", "kiam-tls-server", component.urn),
+        registration("tls:index/privateKey:PrivateKey", "kiam-tls-agent", component.urn),
+        registration("kubernetes:core/v1:Secret", "kiam-tls-server", component.urn),
+    ]
+    trees = [
+        _tree(Recording(registrations=[component, *ordering], stack_outputs={}))
+        for ordering in (children, children[::-1], children[1:] + children[:1])
+    ]
+    assert trees[0] == [
+        "kiam:index:Tls kiam-tls",
+        "  kubernetes:core/v1:Secret kiam-tls-server",
+        "  tls:index/privateKey:PrivateKey kiam-tls-agent",
+        "  tls:index/privateKey:PrivateKey kiam-tls-server",
+    ]
+    assert trees[1] == trees[0]
+    assert trees[2] == trees[0]

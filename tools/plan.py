@@ -374,8 +374,11 @@ def _application_summary(namespace: str, out: dict[str, Any]) -> str:
 def _tree(recording: Any) -> list[str]:
     lines: list[str] = []
 
+    # Each component's children by type and name: the SDK registers those made inside an
+    # `apply` in whatever order their inputs resolve, and a plan read in a pull request must not
+    # differ between two runs of the same stack.
     def walk(parent: str, depth: int) -> None:
-        for r in recording.children_of(parent):
+        for r in sorted(recording.children_of(parent), key=lambda r: (r.type, r.name)):
             if r.type.startswith("pulumi:providers:"):
                 continue
             lines.append(f"{'  ' * depth}{r.type} {r.name}")

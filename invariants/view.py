@@ -34,7 +34,7 @@ from kiam_eks.contracts.tokens import (
 )
 from kiam_eks.invariants import x509
 from kiam_eks.invariants.expected import Expected, ExpectedApplication, MissingExpectationsError
-from kiam_eks.invariants.model import UNKNOWN, Resource, by_type, dig, is_unknown
+from kiam_eks.invariants.model import UNKNOWN, Resource, dig, is_unknown
 
 SERVER_CONTAINER, AGENT_CONTAINER = "kiam-server", "kiam-agent"
 
@@ -73,6 +73,8 @@ class KiamView:
     def __init__(self, resources: Sequence[Resource], expected: Expected | None = None) -> None:
         self.resources = list(resources)
         self._expected = expected
+        self._role_indexes: dict[tuple[str, str], dict[str, list[int]]] = {}
+        self._permitted: dict[str, list[Any]] = {}
 
     @property
     def knows_settings(self) -> bool:
@@ -89,7 +91,16 @@ class KiamView:
         return self._expected
 
     def of_type(self, type_: str) -> list[Resource]:
-        return by_type(self.resources, type_)
+        return list(self._by_type.get(type_, ()))
+
+    @cached_property
+    def _by_type(self) -> dict[str, list[Resource]]:
+        """The resources of each type, in order, found in one pass: the checks ask for a type
+        thousands of times in a stack of 1,000 applications (issue 39)."""
+        found: dict[str, list[Resource]] = {}
+        for r in self.resources:
+            found.setdefault(r.type, []).append(r)
+        return found
 
     @cached_property
     def servers(self) -> list[Resource]:
@@ -137,6 +148,30 @@ class KiamView:
             None,
         )
 
+    def _naming(self, type_: str, prop: str, role: Resource) -> list[Resource]:
+        """The resources of `type_` whose `prop` names `role` (`_of_role`), in order; looked up
+        by the role's URN and names in an index built once, not by reading every resource of
+        the type for each role (a stack of 1,000 applications has hundreds of each)."""
+        index = self._role_index(type_, prop)
+        keys = [role.urn, *(n for n in (role.inputs.get("name"), role.outputs.get("name")) if n)]
+        positions = sorted({i for key in keys if isinstance(key, str) for i in index.get(key, ())})
+        resources = self._by_type.get(type_, [])
+        return [resources[i] for i in positions if self._of_role(resources[i], prop, role)]
+
+    def _role_index(self, type_: str, prop: str) -> dict[str, list[int]]:
+        cache = self._role_indexes
+        if (type_, prop) not in cache:
+            index: dict[str, list[int]] = {}
+            for i, r in enumerate(self._by_type.get(type_, [])):
+                value = r.inputs.get(prop)
+                values = value if isinstance(value, list) else [value]
+                keys = {*r.property_dependencies.get(prop, frozenset())}
+                keys.update(v for v in values if isinstance(v, str))
+                for key in keys:
+                    index.setdefault(key, []).append(i)
+            cache[(type_, prop)] = index
+        return cache[(type_, prop)]
+
     def _of_role(self, resource: Resource, prop: str, role: Resource) -> bool:
         """Whether `resource`'s `prop` names `role`: built from it, or by its literal name."""
         if role.urn in resource.property_dependencies.get(prop, frozenset()):
@@ -151,8 +186,7 @@ class KiamView:
         `inlinePolicies` argument."""
         found = [
             InlinePolicy(p, p.inputs.get("name"), p.inputs.get("policy"))
-            for p in self.of_type(ROLE_POLICY)
-            if self._of_role(p, "role", role)
+            for p in self._naming(ROLE_POLICY, "role", role)
         ]
         own = role.inputs.get("inlinePolicies") or []
         if is_unknown(own):
@@ -169,13 +203,11 @@ class KiamView:
         return [
             *(
                 ManagedPolicy(a, a.inputs.get("policyArn"))
-                for a in self.of_type(ROLE_POLICY_ATTACHMENT)
-                if self._of_role(a, "role", role)
+                for a in self._naming(ROLE_POLICY_ATTACHMENT, "role", role)
             ),
             *(
                 ManagedPolicy(a, a.inputs.get("policyArn"))
-                for a in self.of_type(POLICY_ATTACHMENT)
-                if self._of_role(a, "roles", role)
+                for a in self._naming(POLICY_ATTACHMENT, "roles", role)
             ),
             *(
                 [ManagedPolicy(role, UNKNOWN)]
@@ -245,6 +277,11 @@ class KiamView:
         (`kiam.pulumi.io/existing-permitted`) is the one that decides: it is applied with force
         after the patch that only re-asserts the value found, and before the one that shares the
         found value once it is given back (components/namespace_permissions.py)."""
+        if namespace not in self._permitted:
+            self._permitted[namespace] = self._permitted_values(namespace)
+        return list(self._permitted[namespace])
+
+    def _permitted_values(self, namespace: str) -> list[Any]:
         found: list[tuple[bool, Any]] = []
         for r in [*self.of_type(NAMESPACE), *self.of_type(NAMESPACE_PATCH)]:
             name = dig(r.inputs, "metadata", "name")

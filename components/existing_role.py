@@ -15,9 +15,7 @@ import pulumi_aws as aws
 from kiam_eks.components.application_role import ServedRoleArgs
 from kiam_eks.components.known import when_known
 from kiam_eks.contracts import names, pod_identity, tokens
-from kiam_eks.contracts.iam import role_arn_parts
 from kiam_eks.contracts.labels import IRSA_ANNOTATION, ROLE_ANNOTATION
-from kiam_eks.settings.applications import ServedBy
 from kiam_eks.specs import iam_policies
 from kiam_eks.specs.trust_policies import owner_trust, pod_identity_statement
 
@@ -63,16 +61,11 @@ class ExistingApplicationRole(pulumi.ComponentResource):
         s = args.settings
         assert s.role_arn is not None, "an existing role is named by roleArn"
         self.role_arn = s.role_arn
-        role_account = role_arn_parts(s.role_arn).account_id
         self.pod_annotation = {
             ROLE_ANNOTATION: iam_policies.pod_role_annotation(s.role_arn, args.role_base_arn)
         }
         self.service_account_annotation = {IRSA_ANNOTATION: s.role_arn}
-        self.chain_role = (
-            self._chain_role(name, args)
-            if role_account != args.account_id and _on_pod_identity_path(s.served_by)
-            else None
-        )
+        self.chain_role = self._chain_role(name, args) if s.chained(args.account_id) else None
         self.association_role_arn = (
             self.chain_role.arn if self.chain_role is not None else s.role_arn
         )
@@ -152,11 +145,3 @@ class ExistingApplicationRole(pulumi.ComponentResource):
             opts=child,
         )
         return role
-
-
-def _on_pod_identity_path(served_by: ServedBy) -> bool:
-    """`kiam`, `kiam+podIdentity` or `podIdentity`: the chain role exists from `kiam` on, so the
-    owner can trust it before the association that uses it exists: its name, hence its ARN, is
-    generated (`name_prefix`), known only once the role exists, and pods recreated onto the
-    association must find the target trusting it already."""
-    return not served_by.irsa

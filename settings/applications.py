@@ -250,6 +250,13 @@ class ApplicationSettings(Model):
         assert self.role_name is not None  # one of the two, by `_check`
         return role_arn(partition, account_id, self.role_path(iam), self.role_name)
 
+    def chained(self, account_id: str) -> bool:
+        """Pod Identity reaches the role through a role the stack creates in the cluster's
+        account (`chain_role_needed`)."""
+        return self.role_arn is not None and chain_role_needed(
+            self.role_arn, account_id, self.served_by
+        )
+
     @property
     def reads_oidc_issuer(self) -> bool:
         """IRSA serves it, or it is an existing role at `kiam` whose next state IRSA may serve:
@@ -264,3 +271,14 @@ class ApplicationSettings(Model):
     def display_name(self) -> str:
         """How messages name the role: its name, or an existing role's ARN."""
         return self.role_arn or self.role_name or ""
+
+
+def chain_role_needed(role_arn_: str, account_id: str, served_by: ServedBy) -> bool:
+    """Whether an existing role is reached through a chain role: it lives in another account than
+    the cluster's, and its path is Pod Identity's (`kiam`, `kiam+podIdentity`, `podIdentity`). EKS
+    Pod Identity assumes a role of the cluster's account, then the association's `targetRoleArn`
+    in any account, which trusts exactly that first role's ARN (contracts/pod_identity.py, "Target
+    IAM Roles"). The chain role exists from `kiam` on, so that the owner can trust it before the
+    association that uses it exists; its name, hence its ARN, is generated under
+    `kiam:iam.kiamRolePath`."""
+    return role_arn_parts(role_arn_).account_id != account_id and not served_by.irsa

@@ -52,7 +52,10 @@ class IamSettings(Model):
         "set may the path be `/` with no prefix.",
     )
     kiam_role_path: RolePath = Field(
-        default="/kiam/", description="IAM path of kiam's own roles (node role, server role)."
+        default="/kiam/",
+        description="IAM path of kiam's own roles (node role, server role), and of the roles "
+        "Pod Identity chains through to an existing role of another account, which stay once "
+        "kiam is retired.",
     )
     managed_policies_per_role: int = Field(
         default=MANAGED_POLICIES_PER_ROLE_DEFAULT,

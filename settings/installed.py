@@ -38,7 +38,7 @@ from kiam_eks.contracts import names
 from kiam_eks.contracts.iam import role_arn
 from kiam_eks.contracts.tokens import NAMESPACE, STACK
 from kiam_eks.settings.agent import TolerationSettings
-from kiam_eks.settings.applications import ServedBy
+from kiam_eks.settings.applications import ServedBy, chain_role_needed
 from kiam_eks.settings.stack import StackSettings
 
 OUTPUT = "installed"
@@ -148,6 +148,8 @@ class Installed(Fact):
     adoption: InstalledAdoption | None = None
     role_base_arn: str | None = None
     kiam_role_path: str | None = None
+    """Where kiam's roles and the Pod Identity chain roles live; recorded once retired too (the
+    chain roles stay), so a retired stack's record from before that reads None: unknown."""
     applications: dict[str, InstalledApplication] = Field(default_factory=dict)
     existing_permitted: dict[str, InstalledPermitted] = Field(default_factory=dict)
     server_permission: tuple[tuple[str, ...], ...] | None = None
@@ -157,6 +159,17 @@ class Installed(Fact):
     legacy: bool = False
     """Read from the outputs of a version of the program that did not export `installed`: the
     facts above that those outputs do not hold are None, i.e. unknown."""
+
+    def chain_roles(self) -> list[str]:
+        """The applications reached through a chain role the stack created under
+        `kiam_role_path`, whose ARN the role's owner in another account trusts."""
+        if self.cluster is None:
+            return []
+        return [
+            app
+            for app, a in sorted(self.applications.items())
+            if a.existing and chain_role_needed(a.role_arn, self.cluster.account_id, a.served_by)
+        ]
 
     @property
     def kiam_installed(self) -> bool:
@@ -194,7 +207,14 @@ def installed_by(settings: StackSettings, previous: Installed | None) -> Install
         for app, a in sorted(s.applications.items())
     }
     if s.retire:
-        return Installed(cluster=cluster, retired=True, applications=applications)
+        # kiam's roles are gone, but the Pod Identity chain roles stay under kiamRolePath, and
+        # another account trusts each one's ARN (settings/applications.py `chain_role_needed`).
+        return Installed(
+            cluster=cluster,
+            retired=True,
+            applications=applications,
+            kiam_role_path=s.iam.kiam_role_path,
+        )
     adoption = s.adoption
     agents = None
     if s.adoption_state.stack_owns_agents:

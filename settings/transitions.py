@@ -470,10 +470,25 @@ def _adoption_phases(before: InstalledAdoption, s: StackSettings) -> list[Verdic
 
 
 def _iam(prev: Installed, s: StackSettings) -> list[Verdict]:
-    if not prev.kiam_installed or s.retire:
-        return []
+    moved = prev.kiam_role_path is not None and prev.kiam_role_path != s.iam.kiam_role_path
+    # Still chained after this update: an application the new settings drop takes its chain
+    # role with it whatever the path.
+    chained = [app for app in prev.chain_roles() if app in s.applications]
     out = []
-    if prev.kiam_role_path is not None and prev.kiam_role_path != s.iam.kiam_role_path:
+    if moved and chained:
+        out.append(
+            refused(
+                "kiam:iam.kiamRolePath",
+                f"the Pod Identity chain roles of {', '.join(chained)} live under "
+                f"{prev.kiam_role_path}, and each role's owner in another account trusts exactly "
+                "its chain role's ARN (the `trust` of the stack output `applications`); another "
+                "path replaces them with roles of other ARNs, which no owner trusts, and Pod "
+                f"Identity stops serving those applications. Keep {prev.kiam_role_path}",
+            )
+        )
+    if not prev.kiam_installed or s.retire:
+        return out
+    if moved:
         out.append(
             refused(
                 "kiam:iam.kiamRolePath",
@@ -826,9 +841,11 @@ TABLE: tuple[Row, ...] = (
     ),
     Row(
         "kiam:iam.kiamRolePath",
-        (Kind.REFUSED,),
+        (Kind.REFUSED, Kind.SAFE),
         "Refused while kiam runs: both kiam roles and the node group would be replaced, and the "
-        "application roles would stop trusting the running servers' role first.",
+        "application roles would stop trusting the running servers' role first. Refused too, "
+        "retired or not, while a Pod Identity chain role lives there: another account trusts "
+        "its ARN, which another path replaces. Safe once retired without one.",
         _iam,
     ),
     Row(

@@ -892,3 +892,87 @@ def test_a_stack_last_updated_by_an_older_version_is_judged_on_its_outputs() -> 
     section(after, "server")["grpcPort"] = 9610
     section(after, "agent")["port"] = 9000
     assert judge(settings_of(after), facts, legacy.resources, SOURCE).verdicts == ()
+
+
+# --- the Pod Identity chain roles another account trusts ---------------------------------------
+
+CHAINED = "arn:aws:iam::444455556666:role/teams/billing"
+
+
+def retired_with_pod_identity(*, other_account: bool) -> dict[str, Any]:
+    """The dev stack retired, its two applications served by Pod Identity: one role of another
+    account (reached through a chain role the stack creates), or both of the cluster's."""
+    config = {**example_config("dev"), "kiam:retire": True}
+    config["kiam:podIdentityAgent"] = {"manageAddon": True}
+    config["kiam:applications"] = {
+        "billing": {
+            "namespace": "billing",
+            "roleArn": CHAINED if other_account else "arn:aws:iam::111122223333:role/teams/billing",
+            "servedBy": "podIdentity",
+            "serviceAccount": "billing",
+        },
+        "search": {
+            "namespace": "search",
+            "roleArn": "arn:aws:iam::111122223333:role/teams/search",
+            "servedBy": "podIdentity",
+            "serviceAccount": "search",
+        },
+    }
+    return config
+
+
+def with_kiam_role_path(config: dict[str, Any], path: str) -> dict[str, Any]:
+    moved = copy.deepcopy(config)
+    section(moved, "iam")["kiamRolePath"] = path
+    return moved
+
+
+def test_the_chain_role_another_account_trusts_keeps_its_path_once_retired() -> None:
+    """Retired, kiam's roles are gone but the chain role stays under kiamRolePath, and the
+    target's owner trusts exactly its ARN: another path is a role no owner trusts."""
+    retired = retired_with_pod_identity(other_account=True)
+    assert refusal_of(with_kiam_role_path(retired, "/platform/kiam/"), retired) == [
+        "kiam:iam.kiamRolePath: the Pod Identity chain roles of billing live under /kiam/, and "
+        "each role's owner in another account trusts exactly its chain role's ARN (the `trust` "
+        "of the stack output `applications`); another path replaces them with roles of other "
+        "ARNs, which no owner trusts, and Pod Identity stops serving those applications. Keep "
+        "/kiam/"
+    ]
+
+    # What the refusal prevents, as the program renders it: the chain role under the new path.
+    def chain_path(config: dict[str, Any]) -> Any:
+        [chain] = [
+            r
+            for r in run_main(config, stack="test").by_type(tokens.ROLE)
+            if r.name.endswith("-chain")
+        ]
+        return chain.inputs["path"]
+
+    assert chain_path(retired) == "/kiam/"
+    assert chain_path(with_kiam_role_path(retired, "/platform/kiam/")) == "/platform/kiam/"
+
+
+def test_without_a_chain_role_a_retired_stack_moves_kiam_role_path_freely() -> None:
+    retired = retired_with_pod_identity(other_account=False)
+    previous = installed_by(settings_of(retired), None)
+    assert previous.chain_roles() == []
+    moved = judge(settings_of(with_kiam_role_path(retired, "/platform/")), previous, {}, SOURCE)
+    assert [v.setting for v in moved.verdicts] == []
+
+
+def test_retiring_and_moving_kiam_role_path_in_one_update_is_refused_for_the_chain_role() -> None:
+    """The retirement skipped kiamRolePath's judgement; in the same update as another path, the
+    chain role would be replaced."""
+    retired = retired_with_pod_identity(other_account=True)
+    running = {k: v for k, v in retired.items() if k != "kiam:retire"}
+    problems = refusal_of(with_kiam_role_path(retired, "/platform/kiam/"), running)
+    assert [p.split(":", 2)[1] for p in problems if "chain roles" in p] == ["iam.kiamRolePath"]
+
+
+def test_a_retired_record_keeps_kiam_role_path_and_one_without_it_reads_as_unknown() -> None:
+    retired = installed_by(settings_of(retired_with_pod_identity(other_account=True)), None)
+    assert retired.to_output()["kiamRolePath"] == "/kiam/"
+    older = read_installed({"installed": {**retired.to_output(), "kiamRolePath": None}})
+    assert older is not None and older.kiam_role_path is None
+    moved = with_kiam_role_path(retired_with_pod_identity(other_account=True), "/platform/")
+    assert [v.setting for v in judge(settings_of(moved), older, {}, SOURCE).verdicts] == []

@@ -326,6 +326,19 @@ def _agents(prev: Installed, s: StackSettings) -> list[Verdict]:
                 + KEEP_RULE,
             )
         )
+    if agents.host_interface != s.agent.host_interface and not agents.removes_rule_on_exit:
+        out.append(
+            refused(
+                "kiam:agent.hostInterface",
+                f"every node's iptables rule names interface {agents.host_interface} (`-i`), and "
+                "the running agents do not remove it when they stop (--no-iptables-remove); an "
+                f"agent on {s.agent.host_interface} adds a rule of its own beside it, and the rule "
+                f"for {agents.host_interface} stays on every running node with no agent to take "
+                "it away: a later port change, or the retirement, would leave it sending those "
+                f"pods to a port nothing listens on. Keep {agents.host_interface}, or: "
+                + KEEP_RULE,
+            )
+        )
     lost = [
         old
         for old in agents.tolerations
@@ -811,11 +824,15 @@ TABLE: tuple[Row, ...] = (
     ),
     Row(
         "kiam:agent.hostInterface",
-        (Kind.SAFE, Kind.REFUSED),
-        AGENTS_ROLL + "; a rule for the old interfaces stays on running nodes until they are "
-        "replaced, and still sends those pods to the agent. Refused while retiring agents that keep "
-        "their rule on exit: each new agent removes only the rule it added, so theirs would stay "
-        "behind.",
+        (Kind.REFUSED, Kind.SAFE),
+        "Refused while the running agents keep their rule on exit (the default): the rule for the "
+        "old interfaces would stay on every running node with no agent to remove it, and a later "
+        "port change or the retirement would leave it sending pods to a port nothing listens on. "
+        "Safe once they remove it (removeIptablesRuleOnExit: true): each agent that stops takes "
+        "its rule with it. Refused too while retiring agents that keep their rule: the retirement "
+        "must roll their own rule away. A stack that changed it under an earlier version may "
+        "still carry rules for the old interfaces on nodes started before: replace those nodes "
+        "before changing the port or retiring.",
         _agents,
     ),
     Row(

@@ -26,6 +26,7 @@ from kiam_eks.settings.installed import Installed, LastUpdate, installed_by, rea
 from kiam_eks.settings.loader import read_stack_file, settings_from_values
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.settings.transitions import (
+    KEEP_RULE,
     TABLE,
     Kind,
     RefusedChangeError,
@@ -268,7 +269,16 @@ CHANGES: dict[str, tuple[Change, Kind | dict[str, Kind]]] = {
         setting("agent", "rollout", {"restartSeconds": 20}),
         Kind.SAFE,
     ),
-    "kiam:agent.hostInterface": (setting("agent", "hostInterface", "!eth0"), Kind.SAFE),
+    "kiam:agent.hostInterface": (
+        setting("agent", "hostInterface", "!eth0"),
+        {
+            "dev": Kind.REFUSED,
+            "production": Kind.REFUSED,
+            "takeover": Kind.REFUSED,
+            "complete": Kind.REFUSED,
+            "servers": Kind.SAFE,
+        },
+    ),
     "kiam:agent.port": (
         setting("agent", "port", 8282),
         {
@@ -976,3 +986,25 @@ def test_a_retired_record_keeps_kiam_role_path_and_one_without_it_reads_as_unkno
     assert older is not None and older.kiam_role_path is None
     moved = with_kiam_role_path(retired_with_pod_identity(other_account=True), "/platform/")
     assert [v.setting for v in judge(settings_of(moved), older, {}, SOURCE).verdicts] == []
+
+
+def test_another_host_interface_waits_for_agents_that_remove_their_rule() -> None:
+    """The interface is part of the agents' rule, as the port is: agents that keep their rule
+    on exit would leave the old interface's rule on every node, with no agent to remove it."""
+    dev = example_config("dev")
+    moved = copy.deepcopy(dev)
+    section(moved, "agent")["hostInterface"] = "!eth0"
+    [problem] = refusal_of(moved, dev)
+    assert problem.startswith(
+        "kiam:agent.hostInterface: every node's iptables rule names interface eni+ (`-i`), and "
+        "the running agents do not remove it when they stop (--no-iptables-remove); an agent on "
+        "!eth0 adds a rule of its own beside it"
+    )
+    assert problem.endswith("Keep eni+, or: " + KEEP_RULE)
+    # The way out: agents that remove their rule as they stop take the old interface's with them.
+    removing = copy.deepcopy(dev)
+    section(removing, "agent")["removeIptablesRuleOnExit"] = True
+    both = copy.deepcopy(moved)
+    section(both, "agent")["removeIptablesRuleOnExit"] = True
+    previous = installed_by(settings_of(removing), None)
+    assert [v.kind for v in judge(settings_of(both), previous, {}, SOURCE).verdicts] == []

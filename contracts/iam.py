@@ -4,6 +4,10 @@ its roles from and what the guarantees judge them against, so the two read one d
 Sources (each spelled out by `tests/contracts/test_iam.py`):
 - ARN formats: the IAM User Guide, "IAM identifiers", "IAM ARNs" (`arn:partition:iam::account:
   role/path/name`; AWS managed policies live in the account `aws`).
+- What replaces a role: terraform-provider-aws (which pulumi-aws bridges)
+  internal/service/iam/role.go at 0040ea6911af00bea2cca6dbb14e86829826ad8e, `ResourceRole`'s
+  schema: `name`, `name_prefix` and `path` are `ForceNew` (IAM's UpdateRole changes neither);
+  a role is then created anew, with another ARN (`role/<path><name>`), and the old one deleted.
 - The node role's policies: the Amazon EKS User Guide, "Amazon EKS node IAM role": a managed
   node group's role needs `AmazonEKSWorkerNodePolicy`, `AmazonEC2ContainerRegistryReadOnly` and,
   where the VPC CNI uses the node role (as here: no IRSA for `aws-node` is assumed),
@@ -21,6 +25,10 @@ EKS_NODE_MANAGED_POLICIES = (
     "AmazonEKS_CNI_Policy",
     "AmazonEC2ContainerRegistryReadOnly",
 )
+
+
+ROLE_REPLACE_FIELDS = ("name", "namePrefix", "path")
+"""A role's arguments, in pulumi-aws's input names, whose change replaces it (another ARN)."""
 
 
 def managed_policy_arn(partition: str, policy: str) -> str:

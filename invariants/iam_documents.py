@@ -48,10 +48,15 @@ def glob_matches(pattern: str, value: str, *, case_sensitive: bool = True) -> bo
     compare case-sensitively, actions case-insensitively. A policy variable (`${aws:username}`)
     is compared literally here, so it never counts as covering anything: this program writes none.
     """
-    if "*" not in pattern and "?" not in pattern:
+    if not is_wildcard(pattern):
         # An exact ARN, as the server's permission lists each existing role: no regex needed.
         return pattern == value if case_sensitive else pattern.casefold() == value.casefold()
     return _glob(pattern, case_sensitive).fullmatch(value) is not None
+
+
+def is_wildcard(pattern: str) -> bool:
+    """Whether IAM reads a `Resource` (or `Action`) entry as a pattern rather than one value."""
+    return "*" in pattern or "?" in pattern
 
 
 # One compiled regex per pattern: each application's check reads every entry of the server's
@@ -98,7 +103,7 @@ def allowing(policy_statements: Sequence[Any], action: str) -> Callable[[str], b
         if not isinstance(statement, dict):
             continue
         resources = [r for r in as_list(statement.get("Resource")) if isinstance(r, str)]
-        wildcards = tuple(r for r in resources if "*" in r or "?" in r)
+        wildcards = tuple(r for r in resources if is_wildcard(r))
         statements.append(
             _Statement(
                 effect=statement.get("Effect"),

@@ -483,6 +483,9 @@ def _adoption_phases(before: InstalledAdoption, s: StackSettings) -> list[Verdic
 
 
 def _iam(prev: Installed, s: StackSettings) -> list[Verdict]:
+    # The path is one of the arguments that replace a role (contracts/iam.py
+    # `ROLE_REPLACE_FIELDS`): under another one, every role the stack keeps there is a new role,
+    # of another ARN.
     moved = prev.kiam_role_path is not None and prev.kiam_role_path != s.iam.kiam_role_path
     # Still chained after this update: an application the new settings drop takes its chain
     # role with it whatever the path.

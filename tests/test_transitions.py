@@ -1008,3 +1008,29 @@ def test_another_host_interface_waits_for_agents_that_remove_their_rule() -> Non
     section(both, "agent")["removeIptablesRuleOnExit"] = True
     previous = installed_by(settings_of(removing), None)
     assert [v.kind for v in judge(settings_of(both), previous, {}, SOURCE).verdicts] == []
+
+
+def test_a_retired_stack_of_the_previous_version_upgrades_with_no_resource_change() -> None:
+    """The previous version's retired record has no kiamRolePath. Upgraded, the same settings
+    register every resource exactly as before, and the record gains the path; from then on the
+    chain role's path is judged."""
+    retired = retired_with_pod_identity(other_account=True)
+    current = run_main(retired, stack="test")
+    previous_outputs = {**current.stack_outputs}
+    previous_outputs["installed"] = {
+        k: v for k, v in current.stack_outputs["installed"].items() if k != "kiamRolePath"
+    }
+    resources = {r.urn: r.type for r in current.registrations}
+    upgraded = run_main(
+        retired, stack="test", last_outputs=previous_outputs, last_resources=resources
+    )
+
+    def registered(run: Recording) -> dict[str, Any]:
+        return {r.urn: (r.inputs, r.custom_timeouts, r.ignore_changes) for r in run.registrations}
+
+    assert registered(upgraded) == registered(current)
+    assert upgraded.stack_outputs["installed"]["kiamRolePath"] == "/kiam/"
+    assert "kiamRolePath" not in previous_outputs["installed"]
+    moved = with_kiam_role_path(retired, "/platform/kiam/")
+    with pytest.raises(RefusedChangeError, match="chain roles of billing"):
+        judge(settings_of(moved), read_installed(upgraded.stack_outputs), {}, SOURCE)

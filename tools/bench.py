@@ -4,7 +4,8 @@
 
 Every measurement is a fresh process (what a user or CI pays), repeated; medians are reported.
 The scale stack (tools/scale_stack.py) is planned at 10 and 1,000 applications too (their
-applications in a file of their own): the larger within 4x of the smaller. Exit 1 where either target is missed.
+applications in a file of their own): the larger within 4x of the smaller. Exit 1 where either
+target is missed.
 `--write` records the table, with the machine it ran on, in docs/performance.md.
 """
 

@@ -8,6 +8,7 @@ import re
 from kiam_eks.contracts.iam import (
     EKS_NODE_MANAGED_POLICIES,
     ROLE_ARN_PATTERN,
+    ROLE_REPLACE_FIELDS,
     RoleArnParts,
     delegates_across,
     managed_policy_arn,
@@ -99,3 +100,9 @@ def test_irsa_trusts_the_oidc_provider_of_the_roles_own_account() -> None:
         "arn:aws-cn:iam::111122223333:oidc-provider/"
         "oidc.eks.eu-west-1.amazonaws.com/id/4D967A30111BF29F0EBA01C448B375C1"
     )
+
+
+def test_what_replaces_a_role() -> None:
+    # terraform-provider-aws internal/service/iam/role.go (0040ea69): `ForceNew: true` on name,
+    # name_prefix and path in ResourceRole's schema, in pulumi-aws's input names.
+    assert ROLE_REPLACE_FIELDS == ("name", "namePrefix", "path")

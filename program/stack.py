@@ -68,9 +68,9 @@ def export_outputs(
 ) -> None:
     """The stack outputs the README documents.
 
-    Once kiam is retired (`kiam:retire`) only `applications` remains: kiam's outputs (its roles,
-    node group, server address, namespace) are absent rather than null, so a consumer that still
-    requires one (`pulumi stack output serverRoleArn`, a StackReference's `require_output`) fails
+    Once kiam is retired (`kiam:retire`) only `applications` and `installed` remain: kiam's
+    outputs (its roles, node group, server address, namespace) are absent rather than null, so a
+    consumer that still requires one (`pulumi stack output serverRoleArn`, a StackReference's `require_output`) fails
     loudly instead of reading a null as a value."""
     if kiam.server_nodes is not None:
         pulumi.export("nodeRoleArn", kiam.roles.node_role_arn)

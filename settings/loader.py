@@ -30,8 +30,10 @@ _RAW_STRING_KEYS = frozenset({"kubeconfig"})
 
 
 # libyaml's parser (PyYAML's C binding, in its wheels) reads a 1,000-application file about ten
-# times faster than the pure-Python one; both build the value with the same SafeConstructor, so a
-# document means the same either way. Their errors are worded differently: a document libyaml
+# times faster than the pure-Python one; both build the value with the same SafeConstructor and
+# Resolver (PyYAML yaml/cyaml.py `CSafeLoader(CParser, SafeConstructor, Resolver)`, yaml/loader.py
+# `SafeLoader(..., SafeConstructor, Resolver)`), so a document means the same either way
+# (tests/test_settings.py reads every YAML file of the repository both ways). Their errors are worded differently: a document libyaml
 # refuses is parsed again by the pure-Python parser, whose message the bad-stack cases pin.
 _FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

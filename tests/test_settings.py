@@ -404,3 +404,41 @@ def test_the_kiam_flag_lists_hold_every_flag_the_program_renders() -> None:
 
     assert SERVER_BOOLEAN_FLAGS | set(SERVER_REFUSED_FLAGS) <= SERVER_FLAGS
     assert AGENT_BOOLEAN_FLAGS | set(AGENT_REFUSED_FLAGS) <= AGENT_FLAGS
+
+
+def _yaml_files() -> list[str]:
+    from tools.mock_engine import PROJECT_DIR
+
+    skipped = (".venv", "build", "node_modules", ".git", "plan")
+    return sorted(
+        str(p.relative_to(PROJECT_DIR))
+        for pattern in ("*.yaml", "*.yml")
+        for p in PROJECT_DIR.rglob(pattern)
+        if not any(part in skipped or part.startswith(".venv") for part in p.parts)
+    )
+
+
+def test_the_fast_yaml_reader_reads_every_yaml_file_as_the_pure_python_one() -> None:
+    """`load_yaml` (libyaml's parser) against `yaml.safe_load` on every YAML file of the
+    repository, the bad stacks' among them: the same value, or the same error type and, from
+    the fallback, the pure-Python parser's message."""
+    import yaml
+
+    from kiam_eks.settings.loader import load_yaml
+    from tools.mock_engine import PROJECT_DIR
+
+    files = _yaml_files()
+    assert len(files) > 50, files
+    errors = 0
+    for name in files:
+        text = (PROJECT_DIR / name).read_text()
+        try:
+            expected = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            errors += 1
+            with pytest.raises(yaml.YAMLError) as raised:
+                load_yaml(text)
+            assert str(raised.value) == str(error), name
+            continue
+        assert load_yaml(text) == expected, name
+    assert errors >= 1, "no file with bad YAML: the fallback went untested"

@@ -25,8 +25,8 @@ def lifted(value: Any) -> pulumi.Output[Any]:
     cost of the Outputs alone.
 
     The SDK's `from_input` makes an Output (and its tasks) for every dict, list and value it walks,
-    plain ones too: the `applications` mapping of 1,000 applications became about 5,000 Outputs,
-    a second of the program's time on the real engine (docs/performance.md). Here the Outputs
+    plain ones too: the `applications` mapping of 1,000 applications became about 5,000 Outputs
+    (docs/performance.md has what the real engine's preview took before and after). Here the Outputs
     (and awaitables) in `value` are awaited together and the structure is rebuilt around their
     values: unknown while any of them is, secret if any is, depending on all their resources,
     as `from_input` would make it."""

@@ -48,22 +48,10 @@ class ApplicationRoleArgs(ServedRoleArgs):
 
 
 class ApplicationRole(pulumi.ComponentResource):
-    """The role, its managed and inline policies, and the annotations that select it."""
+    """The role, its managed and inline policies, and the annotations that select it.
 
-    role: aws.iam.Role
-    """The application role."""
-    role_arn: pulumi.Output[str]
-    """Its ARN (`ApplicationAccess`)."""
-    association_role_arn: pulumi.Output[str]
-    """Its ARN, which an association names (`ApplicationAccess`)."""
-    pod_annotation: dict[str, str]
-    """Pod annotation that makes kiam hand out this role: its ARN relative to `--role-base-arn`."""
-    service_account_annotation: pulumi.Output[dict[str, str]]
-    """Service-account annotation that selects the role through IRSA (once trusted for it)."""
-    owner_trust: None = None
-    """The stack writes this role's trust itself (`ApplicationAccess`)."""
-    target_role_arn: None = None
-    """An association names the role itself (`ApplicationAccess`)."""
+    Its attributes are declared in `__init__`, not on the class, as `ExistingApplicationRole`'s
+    are: the SDK resolves a component class's annotations at every registration of it."""
 
     def __init__(
         self, name: str, args: ApplicationRoleArgs, opts: pulumi.ResourceOptions | None = None
@@ -100,7 +88,11 @@ class ApplicationRole(pulumi.ComponentResource):
                 )
             )
         )
-        self.role = aws.iam.Role(
+        self.owner_trust: None = None
+        """The stack writes this role's trust itself (`ApplicationAccess`)."""
+        self.target_role_arn: None = None
+        """An association names the role itself (`ApplicationAccess`)."""
+        self.role: aws.iam.Role = aws.iam.Role(
             name,
             # A fixed name: it is the interface pods annotate.
             name=s.role_name,
@@ -110,6 +102,7 @@ class ApplicationRole(pulumi.ComponentResource):
             max_session_duration=3600,
             opts=child,
         )
+        """The application role."""
         for arn in s.managed_policy_arns:
             aws.iam.RolePolicyAttachment(
                 f"{name}-{arn.rsplit('/', 1)[-1]}", role=self.role.name, policy_arn=arn, opts=child
@@ -122,10 +115,17 @@ class ApplicationRole(pulumi.ComponentResource):
                 policy=json.dumps(document),
                 opts=child,
             )
-        self.role_arn = self.role.arn
-        self.association_role_arn = self.role.arn
-        self.pod_annotation = {ROLE_ANNOTATION: annotation}
-        self.service_account_annotation = self.role.arn.apply(lambda arn: {IRSA_ANNOTATION: arn})
+        self.role_arn: pulumi.Output[str] = self.role.arn
+        """Its ARN (`ApplicationAccess`)."""
+        self.association_role_arn: pulumi.Output[str] = self.role.arn
+        """Its ARN, which an association names (`ApplicationAccess`)."""
+        self.pod_annotation: dict[str, str] = {ROLE_ANNOTATION: annotation}
+        """Pod annotation that makes kiam hand out this role: its ARN relative to
+        `--role-base-arn`."""
+        self.service_account_annotation: pulumi.Output[dict[str, str]] = self.role.arn.apply(
+            lambda arn: {IRSA_ANNOTATION: arn}
+        )
+        """Service-account annotation that selects the role through IRSA (once trusted for it)."""
         self.register_outputs(
             {
                 "role_arn": self.role.arn,

@@ -32,24 +32,12 @@ class ExistingApplicationRoleArgs(ServedRoleArgs):
 class ExistingApplicationRole(pulumi.ComponentResource):
     """What serves an existing role: nothing of IAM in the cluster's account, or, for a role in
     another account on the Pod Identity path, the role EKS assumes first and its permission to
-    assume exactly the target."""
+    assume exactly the target.
 
-    role_arn: str
-    """The role's ARN, as given (`ApplicationAccess`)."""
-    pod_annotation: dict[str, str]
-    """What a pod annotates so that kiam resolves it to `role_arn`."""
-    service_account_annotation: dict[str, str]
-    """IRSA's service-account annotation: the role's ARN."""
-    chain_role: aws.iam.Role | None
-    """The cluster account's role EKS Pod Identity assumes before the target (role chaining);
-    None for a role in the cluster's account, or on the IRSA path."""
-    association_role_arn: pulumi.Input[str]
-    """The association's `roleArn`: the chain role, or the role itself in the cluster's account."""
-    target_role_arn: str | None
-    """The association's `targetRoleArn`: the role, where EKS chains to it; else None."""
-    owner_trust: pulumi.Output[dict[str, Any]]
-    """The trust statements the role's owner must keep (`required`) and add before each next
-    state (`next`, by state): the stack output `applications.<app>.trust`."""
+    Its attributes are declared in `__init__`, not on the class: the SDK resolves a component
+    class's annotations into types at every registration of it (`pulumi._types.resource_types`,
+    uncached), half a millisecond each for this class, and a stack registers one of these for
+    every existing role it serves (issue 39: 800 of 1,000 applications)."""
 
     def __init__(
         self,
@@ -60,17 +48,27 @@ class ExistingApplicationRole(pulumi.ComponentResource):
         super().__init__(tokens.EXISTING_APPLICATION_ROLE, name, None, opts)
         s = args.settings
         assert s.role_arn is not None, "an existing role is named by roleArn"
-        self.role_arn = s.role_arn
-        self.pod_annotation = {
+        self.role_arn: str = s.role_arn
+        """The role's ARN, as given (`ApplicationAccess`)."""
+        self.pod_annotation: dict[str, str] = {
             ROLE_ANNOTATION: iam_policies.pod_role_annotation(s.role_arn, args.role_base_arn)
         }
-        self.service_account_annotation = {IRSA_ANNOTATION: s.role_arn}
-        self.chain_role = self._chain_role(name, args) if s.chained(args.account_id) else None
-        self.association_role_arn = (
+        """What a pod annotates so that kiam resolves it to `role_arn`."""
+        self.service_account_annotation: dict[str, str] = {IRSA_ANNOTATION: s.role_arn}
+        """IRSA's service-account annotation: the role's ARN."""
+        self.chain_role: aws.iam.Role | None = (
+            self._chain_role(name, args) if s.chained(args.account_id) else None
+        )
+        """The cluster account's role EKS Pod Identity assumes before the target (role
+        chaining); None for a role in the cluster's account, or on the IRSA path."""
+        self.association_role_arn: pulumi.Input[str] = (
             self.chain_role.arn if self.chain_role is not None else s.role_arn
         )
-        self.target_role_arn = s.role_arn if self.chain_role is not None else None
-        self.owner_trust = pulumi.Output.all(
+        """The association's `roleArn`: the chain role, or the role itself in the cluster's
+        account."""
+        self.target_role_arn: str | None = s.role_arn if self.chain_role is not None else None
+        """The association's `targetRoleArn`: the role, where EKS chains to it; else None."""
+        self.owner_trust: pulumi.Output[dict[str, Any]] = pulumi.Output.all(
             args.server_role_arn,
             args.oidc_issuer,
             self.chain_role.arn if self.chain_role is not None else None,
@@ -86,6 +84,8 @@ class ExistingApplicationRole(pulumi.ComponentResource):
                 cluster_name=known[3],
             )
         )
+        """The trust statements the role's owner must keep (`required`) and add before each
+        next state (`next`, by state): the stack output `applications.<app>.trust`."""
         self.register_outputs(
             {
                 "role_arn": self.role_arn,

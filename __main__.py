@@ -4,9 +4,14 @@ from them, export."""
 
 import pulumi
 
-from kiam_eks.program.providers import create_providers
-from kiam_eks.program.stack import build, export_outputs, judge_change
-from kiam_eks.settings import SettingsError, load_settings
+from kiam_eks.program.collector import collect_less_often
+
+# Before the SDKs below are imported: their imports allocate too (program/collector.py).
+collect_less_often()
+
+from kiam_eks.program.providers import create_providers  # noqa: E402
+from kiam_eks.program.stack import build, export_outputs, judge_change  # noqa: E402
+from kiam_eks.settings import SettingsError, load_settings  # noqa: E402
 
 try:
     settings = load_settings()

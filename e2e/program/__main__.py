@@ -14,12 +14,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import pulumi
 
-from e2e.standins.cloud import KwokCloud
-from kiam_eks.components.cloud import CloudSide
-from kiam_eks.program.kubernetes import kubernetes_provider
-from kiam_eks.program.stack import build, export_outputs, judge_change
-from kiam_eks.settings import SettingsError, load_settings
-from tools.kube_api import KubeApi
+from kiam_eks.program.collector import collect_less_often
+
+# As `__main__.py` does, before the SDKs are imported (program/collector.py).
+collect_less_often()
+
+from e2e.standins.cloud import KwokCloud  # noqa: E402
+from kiam_eks.components.cloud import CloudSide  # noqa: E402
+from kiam_eks.program.kubernetes import kubernetes_provider  # noqa: E402
+from kiam_eks.program.stack import build, export_outputs, judge_change  # noqa: E402
+from kiam_eks.settings import SettingsError, load_settings  # noqa: E402
+from tools.kube_api import KubeApi  # noqa: E402
 
 try:
     settings = load_settings()

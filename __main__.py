@@ -22,7 +22,7 @@ except SettingsError as error:
     # since nothing has been registered yet, nothing is created, changed or deleted.
     raise pulumi.RunError(str(error)) from None
 
-providers = create_providers(settings)
+providers = create_providers(settings, transition)
 kiam = build(
     settings, providers.as_list(), transition=transition, oidc_issuer=providers.oidc_issuer
 )

@@ -399,7 +399,7 @@ class Kiam(pulumi.ComponentResource):
         # associations wait for it, so no pod gets Pod Identity credentials before an agent
         # serves them. It is a child of the install, not of kiam's parts: retiring kiam keeps it.
         self.pod_identity_agent = (
-            cloud.pod_identity_agent(f"{name}-pod-identity-agent", child)
+            cloud.pod_identity_agent(names.pod_identity_agent_name(name), child)
             if any(state.pod_identity for state in served.values())
             else None
         )

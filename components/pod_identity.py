@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_aws as aws
 
-from kiam_eks.contracts import pod_identity
+from kiam_eks.contracts import names, pod_identity
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
 
@@ -103,3 +103,48 @@ def check_agent_addon(
     except Exception as error:  # the provider's error, whatever EKS answered
         reason = " ".join(str(error).split()) or type(error).__name__
         raise pulumi.RunError(agent_missing_message(cluster_name, users, reason)) from None
+
+
+def agent_installed_elsewhere_message(cluster_name: str, version: str) -> str:
+    """Why the plan stops when the stack would create the add-on and the cluster already has it."""
+    addon = pod_identity.AGENT_ADDON
+    return (
+        f"kiam:podIdentityAgent.manageAddon is true and this stack has not installed the {addon} "
+        f"add-on, but EKS cluster {cluster_name} already runs it ({version}), installed outside "
+        f"this stack: EKS refuses to create it again, so `pulumi up` would fail after changing "
+        f"other resources. Set kiam:podIdentityAgent.manageAddon: false (the stack then checks "
+        f"that the add-on is there and leaves it to its owner), or bring it into this stack "
+        f"before setting it: pulumi import aws:eks/addon:Addon {names.POD_IDENTITY_AGENT} "
+        f"{pod_identity.addon_id(cluster_name, addon)} --parent '{names.INSTALL_NAME}=<URN of "
+        f"the Kiam component>' --provider 'aws=<URN of the stack's aws provider>' (`pulumi stack "
+        f"--show-urns` lists both)"
+    )
+
+
+def agent_unknown_message(cluster_name: str, reason: str) -> str:
+    """Why the plan stops when it cannot tell whether the cluster already has the add-on."""
+    addon = pod_identity.AGENT_ADDON
+    return (
+        f"kiam:podIdentityAgent.manageAddon is true and this stack has not installed the {addon} "
+        f"add-on, so EKS cluster {cluster_name} must not run one already (EKS refuses to create "
+        f"it again), and looking it up failed: {reason}. Allow eks:DescribeAddon on the cluster "
+        f"to the credentials `pulumi up` uses, then run it again"
+    )
+
+
+def check_agent_addon_absent(cluster_name: str, opts: pulumi.InvokeOptions) -> None:
+    """Stop the program unless EKS answers that the cluster has no add-on for the stack to
+    create: `agent_installed_elsewhere_message` when it has one, `agent_unknown_message` when
+    the look-up fails for another reason (the provider's texts: contracts/pod_identity.py).
+
+    Run, as `check_agent_addon` is, before any resource but the providers is registered."""
+    try:
+        found = aws.eks.get_addon(
+            addon_name=pod_identity.AGENT_ADDON, cluster_name=cluster_name, opts=opts
+        )
+    except Exception as error:  # the provider's error, whatever EKS answered
+        reason = " ".join(str(error).split()) or type(error).__name__
+        if pod_identity.ADDON_NOT_FOUND in reason:
+            return
+        raise pulumi.RunError(agent_unknown_message(cluster_name, reason)) from None
+    raise pulumi.RunError(agent_installed_elsewhere_message(cluster_name, found.addon_version))

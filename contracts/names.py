@@ -27,6 +27,17 @@ SERVER_NODES = server_nodes_name(INSTALL_NAME)
 # stopped half way (settings/transitions.py).
 RETIREMENT_PATCH = f"{INSTALL_NAME}-agent-retirement"
 
+
+def pod_identity_agent_name(install: str) -> str:
+    """What the cloud side registers the `eks-pod-identity-agent` add-on under
+    (components/kiam.py, `kiam:podIdentityAgent.manageAddon`): found in the stack's state, it
+    tells an add-on the stack already manages from one someone else installed
+    (settings/transitions.py, program/providers.py)."""
+    return f"{install}-pod-identity-agent"
+
+
+POD_IDENTITY_AGENT = pod_identity_agent_name(INSTALL_NAME)
+
 SERVER_NAME = "kiam-server"
 AGENT_NAME = "kiam-agent"
 # The containers the guarantees find kiam's command lines in.

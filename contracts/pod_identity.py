@@ -37,6 +37,15 @@ Sources (each spelled out by `tests/contracts/test_pod_identity.py`):
   with a target role, 6 hours without. terraform-provider-aws v6.2.0 (#42979) added
   `target_role_arn` to the association; pulumi-aws 7.0.0, this project's lower bound, has it
   (its wheel's pulumi_aws/eks/pod_identity_association.py, `target_role_arn`).
+- The add-on as the AWS provider reads and creates it: terraform-provider-aws
+  internal/service/eks/addon.go at 00a35305dc1b297a6fcdecdfbba33f1e63c3da39 (`findAddon`: EKS's
+  `ResourceNotFoundException` becomes a `retry.NotFoundError`, whose text is "couldn't find
+  resource", internal/retry/error.go at 303f32de1d128f99e65d274dc8df16b28e339171), the data source
+  `aws_eks_addon` failing with "reading EKS Add-On (<cluster>:<addon>): <that error>"
+  (addon_data_source.go), its id `<cluster>:<addon>` (`AddonCreateResourceID`, also what
+  `pulumi import aws:eks/addon:Addon` takes); `resourceAddonCreate` calls CreateAddon once more
+  only on `InvalidParameterException` (CREATE_FAILED, "does not exist"), so an add-on the cluster
+  already has fails the create (EKS answers `ResourceInUseException`).
 """
 
 from __future__ import annotations
@@ -65,6 +74,17 @@ SESSION_TAGS = (
 
 AGENT_ADDON = "eks-pod-identity-agent"
 """The EKS add-on that serves Pod Identity credentials on the nodes."""
+ADDON_NOT_FOUND = "couldn't find resource"
+"""What the provider's add-on look-up (`aws.eks.get_addon`) says, after "reading EKS Add-On
+(<cluster>:<addon>): ", when EKS has no such add-on on the cluster; any other failure is not an
+answer about the add-on."""
+
+
+def addon_id(cluster_name: str, addon: str) -> str:
+    """The provider's id of an add-on (`<cluster>:<addon>`), as `pulumi import` takes it."""
+    return f"{cluster_name}:{addon}"
+
+
 NODE_ROLE_ACTION = "eks-auth:AssumeRoleForPodIdentity"
 NODE_ROLE_MANAGED_POLICY = "AmazonEKSWorkerNodePolicy"
 """pod-id-agent-setup, "Agent prerequisites": the node role must allow the agent

@@ -10,9 +10,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from kiam_eks.components.pod_identity import check_agent_addon
+from kiam_eks.components.pod_identity import check_agent_addon, check_agent_addon_absent
 from kiam_eks.program.kubernetes import kubernetes_provider
 from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import Transition
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,10 @@ class Providers:
         return [self.aws, self.kubernetes]
 
 
-def create_providers(settings: StackSettings) -> Providers:
-    """An AWS provider pinned to the stack's account and region, and a Kubernetes provider for its cluster."""
+def create_providers(settings: StackSettings, transition: Transition | None = None) -> Providers:
+    """An AWS provider pinned to the stack's account and region, and a Kubernetes provider for its
+    cluster. With the change's `transition`, an add-on the stack would create is first checked to
+    be absent from the cluster (without it, as for a first update judged by nobody, it is not)."""
     cluster = settings.cluster
     aws_provider = aws.Provider(
         "aws",
@@ -49,6 +52,10 @@ def create_providers(settings: StackSettings) -> Providers:
         # Before any resource but the providers is registered: a cluster without the agent stops
         # the plan here, with a message, instead of after the roles changed.
         check_agent_addon(cluster.name, agent_users, pulumi.InvokeOptions(provider=aws_provider))
+    elif agent_users and transition is not None and not transition.agent_addon_registered:
+        # The stack would create the add-on: EKS refuses a second, so one someone else installed
+        # stops the plan here too, instead of failing every `pulumi up` half way.
+        check_agent_addon_absent(cluster.name, pulumi.InvokeOptions(provider=aws_provider))
     irsa = any(a.reads_oidc_issuer for a in settings.applications.values())
     need_lookup = settings.kubeconfig is None or irsa
     eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke) if need_lookup else None

@@ -22,9 +22,12 @@ class PodIdentityAgentSettings(Model):
     manage_addon: bool = Field(
         default=False,
         description="Install and own the `eks-pod-identity-agent` add-on (kept on the nodes if "
-        "the stack later drops it: removing it never takes the agent from running pods). Off: "
-        "the program only checks, at plan time and before changing anything, that EKS lists the "
-        "add-on on the cluster, and stops with a message if not.",
+        "the stack later drops it: removing it never takes the agent from running pods). Until "
+        "the stack has installed it, the program checks at plan time, before changing anything, "
+        "that EKS lists no such add-on on the cluster (EKS refuses to create a second) and stops "
+        "with the way out if it does: import it into the stack, or leave this off. Off: the "
+        "program only checks, the same way, that EKS lists the add-on on the cluster, and stops "
+        "with a message if not.",
     )
     addon_version: AddonVersion | None = Field(
         default=None,

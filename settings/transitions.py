@@ -20,7 +20,7 @@ renders, as every stack is judged by the other guarantees.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Literal
 
@@ -122,6 +122,11 @@ class Transition:
     """A retirement that stopped half way left its patch (and agents started with
     `--iptables-remove`) behind, and the stack is not retiring any more: apply the agent
     DaemonSet with force, so every agent rolls back to the stack's own command line."""
+    agent_addon_registered: bool = False
+    """The stack's state holds the `eks-pod-identity-agent` add-on it installs
+    (`kiam:podIdentityAgent.manageAddon`), even where the last update stopped before recording
+    its facts: one the state lacks is created, which EKS refuses while the cluster has one
+    (program/providers.py checks)."""
 
     @property
     def installed(self) -> Installed | None:
@@ -1011,8 +1016,9 @@ def judge(
     """The transition from `previous` (None: a first update) to `settings`; `state` is every
     resource of the stack's last update (URN to type). Raises `RefusedChangeError`, naming every
     refused change, before anything is registered."""
+    registered = _agent_addon_registered(state)
     if previous is None:
-        return first_update(settings)
+        return replace(first_update(settings), agent_addon_registered=registered)
     verdicts: list[Verdict] = []
     seen: set[int] = set()
     for row in TABLE:
@@ -1040,7 +1046,12 @@ def judge(
         previous_server_names=_previous_server_names(previous, settings),
         roll_agents_before_retiring=settings.retire and previous.kiam_installed,
         restore_agents=restore and settings.adoption_state.stack_owns_agents,
+        agent_addon_registered=registered,
     )
+
+
+def _agent_addon_registered(state: Mapping[str, str]) -> bool:
+    return any(urn.endswith("::" + names.POD_IDENTITY_AGENT) for urn in state)
 
 
 def _retirement_patch_left(state: Mapping[str, str]) -> bool:

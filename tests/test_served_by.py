@@ -464,11 +464,6 @@ def test_without_pod_identity_nothing_is_installed_or_checked() -> None:
             assert run.by_type(ASSOCIATION) == []
 
 
-def test_a_managed_agent_is_not_looked_up() -> None:
-    run = run_main(config("kiam+podIdentity", manage=True), stack="test", cluster_addons=())
-    assert [a.name for a in run.by_type(ADDON)] == ["kiam-pod-identity-agent"]
-
-
 def test_an_unmanaged_agent_present_on_the_cluster_is_only_checked() -> None:
     run = run_main(
         config("podIdentity"), stack="test", cluster_addons=["eks-pod-identity-agent", "vpc-cni"]
@@ -508,6 +503,79 @@ def test_a_missing_agent_stops_the_plan_before_anything_but_the_providers(
         "eks-pod-identity-agent)"
     )
     assert registered_types == ["pulumi:pulumi:Stack", "pulumi:providers:aws"]
+
+
+def test_an_agent_installed_outside_the_stack_stops_a_stack_that_would_create_it(
+    registered_types: list[str],
+) -> None:
+    """EKS refuses to create an add-on the cluster has (contracts/pod_identity.py): the plan
+    stops before anything but the providers, naming the way out, instead of every `pulumi up`
+    failing half way."""
+    with pytest.raises(pulumi.RunError) as caught:
+        run_main(
+            config("kiam+podIdentity", manage=True),
+            stack="test",
+            cluster_addons=["eks-pod-identity-agent"],
+        )
+    assert str(caught.value) == (
+        "kiam:podIdentityAgent.manageAddon is true and this stack has not installed the "
+        "eks-pod-identity-agent add-on, but EKS cluster test already runs it (v1.3.4-eksbuild.1), "
+        "installed outside this stack: EKS refuses to create it again, so `pulumi up` would fail "
+        "after changing other resources. Set kiam:podIdentityAgent.manageAddon: false (the stack "
+        "then checks that the add-on is there and leaves it to its owner), or bring it into this "
+        "stack before setting it: pulumi import aws:eks/addon:Addon kiam-pod-identity-agent "
+        "test:eks-pod-identity-agent --parent 'kiam=<URN of the Kiam component>' --provider "
+        "'aws=<URN of the stack's aws provider>' (`pulumi stack --show-urns` lists both)"
+    )
+    assert registered_types == ["pulumi:pulumi:Stack", "pulumi:providers:aws"]
+
+
+def test_an_agent_lookup_that_fails_otherwise_stops_a_stack_that_would_create_it(
+    registered_types: list[str],
+) -> None:
+    """Only EKS's not-found answer says the add-on is absent; any other failure cannot."""
+    refusal = (
+        "reading EKS Add-On (test:eks-pod-identity-agent): operation error EKS: DescribeAddon, "
+        "AccessDeniedException: not authorized to perform: eks:DescribeAddon"
+    )
+    with pytest.raises(pulumi.RunError) as caught:
+        run_main(config("podIdentity", manage=True), stack="test", addon_lookup_refusal=refusal)
+    assert str(caught.value) == (
+        "kiam:podIdentityAgent.manageAddon is true and this stack has not installed the "
+        "eks-pod-identity-agent add-on, so EKS cluster test must not run one already (EKS "
+        "refuses to create it again), and looking it up failed: invoke of "
+        f"aws:eks/getAddon:getAddon failed: {refusal} (). Allow eks:DescribeAddon on the cluster "
+        "to the credentials `pulumi up` uses, then run it again"
+    )
+    assert registered_types == ["pulumi:pulumi:Stack", "pulumi:providers:aws"]
+
+
+def test_an_agent_the_stack_installed_is_not_looked_up_again() -> None:
+    """Once the state holds the add-on (even after an update that stopped before recording its
+    facts), the next update updates it: the cluster having it is no news."""
+    managed = config("kiam+podIdentity", manage=True)
+    first = run_main(managed, stack="test")
+    addon_urn = first.one(ADDON).urn
+    for last in (
+        {"last_run": first},
+        {"last_resources": {addon_urn: ADDON}},  # stopped before `installed` was recorded
+    ):
+        again = run_main(
+            managed,
+            stack="test",
+            cluster_addons=["eks-pod-identity-agent"],
+            **last,  # type: ignore[arg-type]
+        )
+        assert again.one(ADDON).urn == addon_urn
+        assert [i.token for i in again.invokes if i.token == "aws:eks/getAddon:getAddon"] == []
+
+
+def test_a_stack_that_would_create_the_agent_looks_it_up_once_and_creates_it() -> None:
+    run = run_main(config("podIdentity", manage=True), stack="test", cluster_addons=["vpc-cni"])
+    assert [i.token for i in run.invokes if i.token == "aws:eks/getAddon:getAddon"] == [
+        "aws:eks/getAddon:getAddon"
+    ]
+    assert [a.name for a in run.by_type(ADDON)] == ["kiam-pod-identity-agent"]
 
 
 def test_every_state_registers_the_same_kiam_install(

@@ -1034,3 +1034,18 @@ def test_a_retired_stack_of_the_previous_version_upgrades_with_no_resource_chang
     moved = with_kiam_role_path(retired, "/platform/kiam/")
     with pytest.raises(RefusedChangeError, match="chain roles of billing"):
         judge(settings_of(moved), read_installed(upgraded.stack_outputs), {}, SOURCE)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first update", "later update"])
+def test_the_judge_reads_from_the_state_whether_the_stack_holds_the_agent_addon(
+    first: bool,
+) -> None:
+    """By the add-on's name in the state, not the recorded facts: a first update that stopped
+    half way left the add-on without recording `installed` (program/providers.py reads it)."""
+    settings = settings_of(example_config("dev"))
+    previous = None if first else installed_by(settings, None)
+    addon = f"urn:pulumi:test::kiam-eks::kiam:index:Kiam$aws:eks/addon:Addon::{names.POD_IDENTITY_AGENT}"
+    other = "urn:pulumi:test::kiam-eks::kiam:index:Kiam$aws:eks/addon:Addon::kiam-other-addon"
+    holds = judge(settings, previous, {addon: "aws:eks/addon:Addon"}, SOURCE)
+    lacks = judge(settings, previous, {other: "aws:eks/addon:Addon"}, SOURCE)
+    assert (holds.agent_addon_registered, lacks.agent_addon_registered) == (True, False)

@@ -117,6 +117,7 @@ class KiamMocks(pulumi.runtime.Mocks):
         region: str,
         partition: str = "aws",
         cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
+        addon_lookup_refusal: str | None = None,
         stack_name: str = "",
         last_outputs: Mapping[str, Any] | None = None,
         last_resources: Mapping[str, str] | None = None,
@@ -126,6 +127,9 @@ class KiamMocks(pulumi.runtime.Mocks):
         self.partition = partition
         self.cluster_addons = frozenset(cluster_addons)
         """The EKS add-ons the cluster runs outside the stack, as `aws.eks.get_addon` finds them."""
+        self.addon_lookup_refusal = addon_lookup_refusal
+        """Why every `aws.eks.get_addon` fails instead (EKS refusing DescribeAddon, say), if it
+        does."""
         self.stack_name = stack_name
         """This stack's fully qualified name (`organization/<project>/<stack>`)."""
         self.last_outputs = dict(last_outputs or {})
@@ -264,10 +268,17 @@ class KiamMocks(pulumi.runtime.Mocks):
             return {"name": cluster, "token": "k8s-aws-v1.mock-token"}
         if args.token == "aws:eks/getAddon:getAddon":
             addon, cluster = args.args.get("addonName", ""), args.args.get("clusterName", "")
+            if self.addon_lookup_refusal is not None:
+                return {}, [("", self.addon_lookup_refusal)]  # type: ignore[return-value]
             if addon not in self.cluster_addons:
-                # The provider's answer to DescribeAddon's ResourceNotFoundException: a failed
-                # invoke the program sees as an exception (not an RPC error, which would end it).
-                failure = ("", f"reading EKS Add-On ({cluster}:{addon}): couldn't find resource")
+                # The provider's answer to DescribeAddon's ResourceNotFoundException
+                # (contracts/pod_identity.py): a failed invoke the program sees as an exception
+                # (not an RPC error, which would end it).
+                failure = (
+                    "",
+                    f"reading EKS Add-On ({pod_identity.addon_id(cluster, addon)}): "
+                    f"{pod_identity.ADDON_NOT_FOUND}",
+                )
                 return {}, [failure]  # type: ignore[return-value]
             return {
                 "addonName": addon,
@@ -457,8 +468,18 @@ def _unwrap(value: Any, path: str, secret_paths: list[str]) -> Any:
     return value
 
 
+def addons_the_stack_expects(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The EKS add-ons of the cluster a stack's `config:` describes, before its first update:
+    Pod Identity's agent, unless the stack installs it itself (`kiam:podIdentityAgent.manageAddon`,
+    which EKS refuses on a cluster that has it)."""
+    agent = config.get("kiam:podIdentityAgent")
+    manages = isinstance(agent, Mapping) and agent.get("manageAddon") is True
+    return () if manages else (pod_identity.AGENT_ADDON,)
+
+
 class MockEngine:
-    """Runs a Pulumi program to completion under the mocks and returns what it registered."""
+    """Runs a Pulumi program to completion under the mocks and returns what it registered: on
+    the cluster the stack describes (`addons_the_stack_expects`) unless told its add-ons."""
 
     def __init__(
         self,
@@ -468,12 +489,15 @@ class MockEngine:
         stack: str = "test",
         config: Mapping[str, Any] | None = None,
         secret_keys: Iterable[str] = (),
-        cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
+        cluster_addons: Iterable[str] | None = None,
+        addon_lookup_refusal: str | None = None,
         last_outputs: Mapping[str, Any] | None = None,
         last_run: Recording | None = None,
         last_resources: Mapping[str, str] | None = None,
     ) -> None:
         partition = partition_of(region)
+        if cluster_addons is None:
+            cluster_addons = addons_the_stack_expects(config or {})
         if last_run is not None:
             last_outputs = last_run.stack_outputs
             last_resources = {r.urn: r.type for r in last_run.registrations}
@@ -482,6 +506,7 @@ class MockEngine:
             region=region,
             partition=partition,
             cluster_addons=cluster_addons,
+            addon_lookup_refusal=addon_lookup_refusal,
             stack_name=f"{ORGANIZATION}/{PROJECT}/{stack}",
             last_outputs=last_outputs,
             last_resources=last_resources,
@@ -521,15 +546,17 @@ def run_main(
     *,
     stack: str,
     secret_keys: Iterable[str] = (),
-    cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
+    cluster_addons: Iterable[str] | None = None,
+    addon_lookup_refusal: str | None = None,
     last_outputs: Mapping[str, Any] | None = None,
     last_run: Recording | None = None,
     last_resources: Mapping[str, str] | None = None,
 ) -> Recording:
     """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start
-    it, against a cluster running `cluster_addons` (by default the Pod Identity agent), for a
-    stack whose last update left `last_outputs`, or everything `last_run` registered and exported
-    (by default nothing: a new stack)."""
+    it, against a cluster running `cluster_addons` (by default those the stack expects:
+    `addons_the_stack_expects`) or refusing every add-on look-up with `addon_lookup_refusal`, for
+    a stack whose last update left `last_outputs`, or everything `last_run` registered and
+    exported (by default nothing: a new stack)."""
     cluster = config.get("kiam:cluster")
     cluster = cluster if isinstance(cluster, dict) else {}
     engine = MockEngine(
@@ -539,6 +566,7 @@ def run_main(
         config=config,
         secret_keys=secret_keys,
         cluster_addons=cluster_addons,
+        addon_lookup_refusal=addon_lookup_refusal,
         last_outputs=last_outputs,
         last_run=last_run,
         last_resources=last_resources,

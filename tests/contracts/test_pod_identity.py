@@ -42,6 +42,14 @@ def test_the_agent_add_on() -> None:
     assert pod_identity.AGENT_ADDON == "eks-pod-identity-agent"
 
 
+def test_what_the_provider_answers_for_an_add_on_the_cluster_lacks() -> None:
+    """terraform-provider-aws: `retry.NotFoundError` says "couldn't find resource"; the data
+    source prefixes "reading EKS Add-On (<cluster>:<addon>): "; an add-on's id is
+    `<cluster>:<addon>` (`AddonCreateResourceID`), what `pulumi import` takes."""
+    assert pod_identity.ADDON_NOT_FOUND == "couldn't find resource"
+    assert pod_identity.addon_id("prod", pod_identity.AGENT_ADDON) == "prod:eks-pod-identity-agent"
+
+
 def test_what_the_worker_nodes_need() -> None:
     # EKS user guide, pod-id-agent-setup, "Agent prerequisites": the node role allows
     # eks-auth:AssumeRoleForPodIdentity, e.g. through AmazonEKSWorkerNodePolicy.

@@ -11,6 +11,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from kiam_eks.components.pod_identity import check_agent_addon, check_agent_addon_absent
+from kiam_eks.program.cluster_identity import check_cluster_identity
 from kiam_eks.program.kubernetes import kubernetes_provider
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.settings.transitions import Transition
@@ -60,6 +61,9 @@ def create_providers(settings: StackSettings, transition: Transition | None = No
     need_lookup = settings.kubeconfig is None or irsa
     eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke) if need_lookup else None
     if settings.kubeconfig is not None:
+        # Before the Kubernetes provider is registered: a kubeconfig that reaches another
+        # cluster stops the plan here (program/cluster_identity.py).
+        check_cluster_identity(settings, pulumi.InvokeOptions(provider=aws_provider))
         kubeconfig: pulumi.Input[str] = pulumi.Output.secret(settings.kubeconfig.get_secret_value())
     else:
         assert eks is not None

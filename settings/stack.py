@@ -102,7 +102,11 @@ class StackSettings(Model):
     kubeconfig: SecretStr | None = Field(
         default=None,
         description="A kubeconfig to use instead of looking the cluster up (set it as a secret: "
-        "`pulumi config set --secret kiam:kubeconfig < file`).",
+        "`pulumi config set --secret kiam:kubeconfig < file`), or the path of one. Its current "
+        "context must be the EKS cluster `cluster.name` names: every preview and update first "
+        "compares its certificate authority with the one EKS answers for that cluster (or, "
+        "without one, its server with the cluster's endpoint) and stops before changing "
+        "anything if they differ.",
     )
     _adoption_state: Adoption = PrivateAttr()
 

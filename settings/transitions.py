@@ -779,7 +779,13 @@ TABLE: tuple[Row, ...] = (
         "Only how Pulumi authenticates: the Kubernetes provider is updated, not replaced (it is "
         "replaced only when its clusterIdentifier, the cluster's name, changes).",
     ),
-    Row("kiam:kubeconfig", (Kind.SAFE,), "Only how Pulumi reaches the cluster, as kubernetesAuth."),
+    Row(
+        "kiam:kubeconfig",
+        (Kind.SAFE,),
+        "Only how Pulumi reaches the cluster, as kubernetesAuth; every update first checks that "
+        "its current context is the EKS cluster kiam:cluster.name names (its certificate "
+        "authority), and stops before changing anything if not.",
+    ),
     Row(
         "kiam:nodeGroup.*",
         (Kind.SAFE,),

@@ -157,14 +157,6 @@ def test_kubernetes_provider_can_embed_a_token() -> None:
     assert kubeconfig["users"][0]["user"] == {"token": "k8s-aws-v1.mock-token"}
 
 
-def test_kubernetes_provider_can_take_an_explicit_kubeconfig() -> None:
-    config = base_config() | {"kiam:kubeconfig": "apiVersion: v1\nkind: Config\n"}
-    rec = run_program(config)
-    k8s = rec.one("pulumi:providers:kubernetes")
-    assert k8s.inputs["kubeconfig"] == "apiVersion: v1\nkind: Config\n"
-    assert k8s.secret_paths == ("kubeconfig",)
-
-
 def test_outputs(base_run: Recording) -> None:
     group = base_run.one("aws:eks/nodeGroup:NodeGroup")
     assert base_run.stack_outputs == {

@@ -8,6 +8,7 @@ registration with what the real engine would act on: parent, dependencies, optio
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -251,8 +252,9 @@ class KiamMocks(pulumi.runtime.Mocks):
             return {
                 "name": cluster,
                 "arn": f"arn:{self.partition}:eks:{self.region}:{self.account_id}:cluster/{cluster}",
-                "endpoint": f"https://{_short_hash(cluster, 32).upper()}.gr7.{self.region}.eks.amazonaws.com",
-                "certificateAuthorities": [{"data": "TU9DSyBDTFVTVEVSIENB"}],
+                "endpoint": mock_cluster_endpoint(cluster, self.region),
+                # Each cluster its own authority, as on EKS (program/cluster_identity.py).
+                "certificateAuthorities": [{"data": mock_cluster_authority(cluster)}],
                 "identities": [
                     {
                         "oidcs": [
@@ -288,6 +290,17 @@ class KiamMocks(pulumi.runtime.Mocks):
                 "id": f"{cluster}:{addon}",
             }
         raise NotImplementedError(f"the mock engine has no answer for {args.token}")
+
+
+def mock_cluster_authority(cluster: str) -> str:
+    """The certificate authority the mock EKS answers for `cluster` (`certificateAuthority.data`,
+    the base64 of a PEM), as a kubeconfig for it carries it."""
+    return base64.b64encode(_pem("CERTIFICATE", f"{cluster} cluster CA").encode()).decode()
+
+
+def mock_cluster_endpoint(cluster: str, region: str) -> str:
+    """The API server endpoint the mock EKS answers for `cluster`."""
+    return f"https://{_short_hash(cluster, 32).upper()}.gr7.{region}.eks.amazonaws.com"
 
 
 def _at(inputs: Mapping[str, Any], path: str) -> Any:

@@ -689,6 +689,24 @@ def _existing_permitted(prev: Installed, s: StackSettings) -> list[Verdict]:
 
 
 def _retire(prev: Installed, s: StackSettings) -> list[Verdict]:
+    leaving = _leaving_kiam(prev, s)
+    if s.retire and prev.kiam_installed and leaving:
+        # Each alone is allowed: the move while kiam still runs (moving back is one `pulumi up`),
+        # the retirement once nothing is served by kiam. Together, a pod the move leaves without
+        # credentials has no kiam to move back to.
+        moves = ", ".join(
+            f"kiam:applications.{app}.servedBy ({old.value} to {new.value})"
+            for app, old, new in leaving
+        )
+        return [
+            refused(
+                "kiam:retire",
+                f"in the same update as {moves}: a pod still getting that role from kiam would "
+                "lose it with kiam gone, and moving back would need kiam installed again. Leave "
+                "kiam first, in an update of its own; check that no pod still uses it "
+                "(python -m tools.kiam_usage); then retire",
+            )
+        ]
     if s.retire and prev.kiam_installed:
         return [
             sequenced(
@@ -700,6 +718,15 @@ def _retire(prev: Installed, s: StackSettings) -> list[Verdict]:
     if not s.retire and prev.retired:
         return [safe("kiam:retire", "kiam is installed again, as on a new cluster")]
     return []
+
+
+def _leaving_kiam(prev: Installed, s: StackSettings) -> list[tuple[str, ServedBy, ServedBy]]:
+    """The applications kiam served at the last update and this one moves off it."""
+    return [
+        (app, old.served_by, s.applications[app].served_by)
+        for app, old in sorted(prev.applications.items())
+        if app in s.applications and old.served_by.kiam and not s.applications[app].served_by.kiam
+    ]
 
 
 def covers(new: TolerationSettings, old: TolerationSettings) -> bool:
@@ -993,10 +1020,12 @@ TABLE: tuple[Row, ...] = (
     ),
     Row(
         "kiam:retire",
-        (Kind.SEQUENCED, Kind.SAFE),
+        (Kind.SEQUENCED, Kind.SAFE, Kind.REFUSED),
         "true: the agents roll to remove their rule, then kiam is deleted, agents first "
-        "(components/agent_retirement.py). false after a retirement that stopped half way: the "
-        "agents roll back to the stack's own command line. false once retired: a new install.",
+        "(components/agent_retirement.py); refused in the same update as an application's last "
+        "step off kiam (that step first, on its own). false after a retirement that stopped half "
+        "way: the agents roll back to the stack's own command line. false once retired: a new "
+        "install.",
         _retire,
     ),
 )

@@ -1049,3 +1049,45 @@ def test_the_judge_reads_from_the_state_whether_the_stack_holds_the_agent_addon(
     holds = judge(settings, previous, {addon: "aws:eks/addon:Addon"}, SOURCE)
     lacks = judge(settings, previous, {other: "aws:eks/addon:Addon"}, SOURCE)
     assert (holds.agent_addon_registered, lacks.agent_addon_registered) == (True, False)
+
+
+def with_billing(state: str, *, retire: bool = False) -> dict[str, Any]:
+    """The dev stack with one application, `billing`, in `state`."""
+    config = {
+        **example_config("dev"),
+        "kiam:applications": {
+            "billing": {
+                "namespace": "billing",
+                "roleName": "billing-api",
+                "servedBy": state,
+                **({"serviceAccount": "api"} if state != "kiam" else {}),
+            }
+        },
+    }
+    return {**config, "kiam:retire": True} if retire else config
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [("kiam+podIdentity", "podIdentity"), ("kiam+irsa", "irsa")]
+)
+def test_the_last_step_off_kiam_and_the_retirement_are_refused_in_one_update(
+    before: str, after: str
+) -> None:
+    """Each alone is allowed; together a pod the step leaves without credentials has no kiam to
+    move back to (issue 36, bundles)."""
+    assert refusal_of(with_billing(after, retire=True), with_billing(before)) == [
+        f"kiam:retire: in the same update as kiam:applications.billing.servedBy ({before} to "
+        f"{after}): a pod still getting that role from kiam would lose it with kiam gone, and "
+        "moving back would need kiam installed again. Leave kiam first, in an update of its own; "
+        "check that no pod still uses it (python -m tools.kiam_usage); then retire"
+    ]
+    step = judge(
+        settings_of(with_billing(after)),
+        installed_by(settings_of(with_billing(before)), None),
+        {},
+        SOURCE,
+    )
+    assert [v.setting for v in step.verdicts if v.kind is Kind.REFUSED] == []
+    moved = installed_by(settings_of(with_billing(after)), None)
+    retirement = judge(settings_of(with_billing(after, retire=True)), moved, {}, SOURCE)
+    assert [(v.setting, v.kind) for v in retirement.verdicts] == [("kiam:retire", Kind.SEQUENCED)]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_aws as aws
 
+from kiam_eks.components.lookups import failure_reason
 from kiam_eks.contracts import names, pod_identity
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
@@ -101,7 +102,7 @@ def check_agent_addon(
     try:
         aws.eks.get_addon(addon_name=pod_identity.AGENT_ADDON, cluster_name=cluster_name, opts=opts)
     except Exception as error:  # the provider's error, whatever EKS answered
-        reason = " ".join(str(error).split()) or type(error).__name__
+        reason = failure_reason(error)
         raise pulumi.RunError(agent_missing_message(cluster_name, users, reason)) from None
 
 
@@ -143,7 +144,7 @@ def check_agent_addon_absent(cluster_name: str, opts: pulumi.InvokeOptions) -> N
             addon_name=pod_identity.AGENT_ADDON, cluster_name=cluster_name, opts=opts
         )
     except Exception as error:  # the provider's error, whatever EKS answered
-        reason = " ".join(str(error).split()) or type(error).__name__
+        reason = failure_reason(error)
         if pod_identity.ADDON_NOT_FOUND in reason:
             return
         raise pulumi.RunError(agent_unknown_message(cluster_name, reason)) from None

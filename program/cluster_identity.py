@@ -24,6 +24,7 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
+from kiam_eks.components.lookups import failure_reason
 from kiam_eks.settings.loader import load_yaml
 from kiam_eks.settings.stack import StackSettings
 
@@ -149,10 +150,9 @@ def check_cluster_identity(settings: StackSettings, opts: pulumi.InvokeOptions) 
     try:
         eks = aws.eks.get_cluster(name=name, opts=opts)
     except Exception as error:  # the provider's error, whatever EKS answered
-        reason = " ".join(str(error).split()) or type(error).__name__
         raise pulumi.RunError(
             f"{KEY}: cannot check that it reaches EKS cluster {name}, whose look-up failed: "
-            f"{reason}"
+            f"{failure_reason(error)}"
         ) from None
     problem = mismatch_problem(settings, found, eks)
     if problem is not None:

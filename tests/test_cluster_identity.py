@@ -12,7 +12,7 @@ import yaml
 
 from kiam_eks.program.cluster_identity import same_authority
 from tests.conftest import base_config, run_program
-from tools.mock_engine import mock_cluster_authority, mock_cluster_endpoint
+from tools.mock_engine import mock_cluster_authority, mock_cluster_endpoint, run_main
 
 ENDPOINT = mock_cluster_endpoint("test", "eu-west-1")
 
@@ -106,3 +106,18 @@ def test_authorities_are_compared_as_certificates_not_as_text() -> None:
     assert same_authority(wrapped, data)
     assert not same_authority(mock_cluster_authority("staging"), data)
     assert not same_authority("not base64!", data)
+
+
+def test_a_cluster_lookup_that_fails_stops_the_plan(registered_types: list[str]) -> None:
+    refusal = (
+        "reading EKS Cluster (test): operation error EKS: DescribeCluster, "
+        "AccessDeniedException: not authorized to perform: eks:DescribeCluster"
+    )
+    config = base_config() | {"kiam:kubeconfig": kubeconfig(ca_data=mock_cluster_authority("test"))}
+    with pytest.raises(pulumi.RunError) as caught:
+        run_main(config, stack="test", refused_lookups={"aws:eks/getCluster:getCluster": refusal})
+    assert str(caught.value) == (
+        "kiam:kubeconfig: cannot check that it reaches EKS cluster test, whose look-up failed: "
+        f"invoke of aws:eks/getCluster:getCluster failed: {refusal} ()"
+    )
+    assert registered_types == ["pulumi:pulumi:Stack", "pulumi:providers:aws"]

@@ -539,7 +539,11 @@ def test_an_agent_lookup_that_fails_otherwise_stops_a_stack_that_would_create_it
         "AccessDeniedException: not authorized to perform: eks:DescribeAddon"
     )
     with pytest.raises(pulumi.RunError) as caught:
-        run_main(config("podIdentity", manage=True), stack="test", addon_lookup_refusal=refusal)
+        run_main(
+            config("podIdentity", manage=True),
+            stack="test",
+            refused_lookups={"aws:eks/getAddon:getAddon": refusal},
+        )
     assert str(caught.value) == (
         "kiam:podIdentityAgent.manageAddon is true and this stack has not installed the "
         "eks-pod-identity-agent add-on, so EKS cluster test must not run one already (EKS "

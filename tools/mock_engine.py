@@ -118,7 +118,7 @@ class KiamMocks(pulumi.runtime.Mocks):
         region: str,
         partition: str = "aws",
         cluster_addons: Iterable[str] = (pod_identity.AGENT_ADDON,),
-        addon_lookup_refusal: str | None = None,
+        refused_lookups: Mapping[str, str] | None = None,
         stack_name: str = "",
         last_outputs: Mapping[str, Any] | None = None,
         last_resources: Mapping[str, str] | None = None,
@@ -128,9 +128,9 @@ class KiamMocks(pulumi.runtime.Mocks):
         self.partition = partition
         self.cluster_addons = frozenset(cluster_addons)
         """The EKS add-ons the cluster runs outside the stack, as `aws.eks.get_addon` finds them."""
-        self.addon_lookup_refusal = addon_lookup_refusal
-        """Why every `aws.eks.get_addon` fails instead (EKS refusing DescribeAddon, say), if it
-        does."""
+        self.refused_lookups = dict(refused_lookups or {})
+        """Invoke token -> why every such look-up fails instead (EKS refusing DescribeAddon or
+        DescribeCluster to these credentials, say)."""
         self.stack_name = stack_name
         """This stack's fully qualified name (`organization/<project>/<stack>`)."""
         self.last_outputs = dict(last_outputs or {})
@@ -247,6 +247,8 @@ class KiamMocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         if args.token == READ_STACK_RESOURCES:
             return self._stack_resources(str(args.args.get("stackName", "")))
+        if args.token in self.refused_lookups:
+            return {}, [("", self.refused_lookups[args.token])]  # type: ignore[return-value]
         cluster = args.args.get("name", "")
         if args.token == "aws:eks/getCluster:getCluster":
             return {
@@ -270,8 +272,6 @@ class KiamMocks(pulumi.runtime.Mocks):
             return {"name": cluster, "token": "k8s-aws-v1.mock-token"}
         if args.token == "aws:eks/getAddon:getAddon":
             addon, cluster = args.args.get("addonName", ""), args.args.get("clusterName", "")
-            if self.addon_lookup_refusal is not None:
-                return {}, [("", self.addon_lookup_refusal)]  # type: ignore[return-value]
             if addon not in self.cluster_addons:
                 # The provider's answer to DescribeAddon's ResourceNotFoundException
                 # (contracts/pod_identity.py): a failed invoke the program sees as an exception
@@ -503,7 +503,7 @@ class MockEngine:
         config: Mapping[str, Any] | None = None,
         secret_keys: Iterable[str] = (),
         cluster_addons: Iterable[str] | None = None,
-        addon_lookup_refusal: str | None = None,
+        refused_lookups: Mapping[str, str] | None = None,
         last_outputs: Mapping[str, Any] | None = None,
         last_run: Recording | None = None,
         last_resources: Mapping[str, str] | None = None,
@@ -519,7 +519,7 @@ class MockEngine:
             region=region,
             partition=partition,
             cluster_addons=cluster_addons,
-            addon_lookup_refusal=addon_lookup_refusal,
+            refused_lookups=refused_lookups,
             stack_name=f"{ORGANIZATION}/{PROJECT}/{stack}",
             last_outputs=last_outputs,
             last_resources=last_resources,
@@ -560,14 +560,14 @@ def run_main(
     stack: str,
     secret_keys: Iterable[str] = (),
     cluster_addons: Iterable[str] | None = None,
-    addon_lookup_refusal: str | None = None,
+    refused_lookups: Mapping[str, str] | None = None,
     last_outputs: Mapping[str, Any] | None = None,
     last_run: Recording | None = None,
     last_resources: Mapping[str, str] | None = None,
 ) -> Recording:
     """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start
     it, against a cluster running `cluster_addons` (by default those the stack expects:
-    `addons_the_stack_expects`) or refusing every add-on look-up with `addon_lookup_refusal`, for
+    `addons_the_stack_expects`), failing the look-ups `refused_lookups` names (token -> why), for
     a stack whose last update left `last_outputs`, or everything `last_run` registered and
     exported (by default nothing: a new stack)."""
     cluster = config.get("kiam:cluster")
@@ -579,7 +579,7 @@ def run_main(
         config=config,
         secret_keys=secret_keys,
         cluster_addons=cluster_addons,
-        addon_lookup_refusal=addon_lookup_refusal,
+        refused_lookups=refused_lookups,
         last_outputs=last_outputs,
         last_run=last_run,
         last_resources=last_resources,

@@ -4,6 +4,7 @@ that a cluster runs the add-on when the stack does not manage it (contracts/pod_
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -91,19 +92,28 @@ def agent_missing_message(cluster_name: str, users: Mapping[str, str], reason: s
     )
 
 
+def _look_up_agent(cluster_name: str, opts: pulumi.InvokeOptions) -> tuple[Any, str | None]:
+    """(the add-on, None) where EKS lists it on the cluster; (None, the provider's error) where
+    the look-up fails, for whatever reason (`pod_identity.ADDON_NOT_FOUND` says it is absent).
+
+    A synchronous look-up, run before any resource but the providers is registered: a check that
+    fails ends `pulumi preview` and `pulumi up` with its message alone, having changed nothing."""
+    try:
+        found = aws.eks.get_addon(
+            addon_name=pod_identity.AGENT_ADDON, cluster_name=cluster_name, opts=opts
+        )
+    except Exception as error:  # the provider's error, whatever EKS answered
+        return None, failure_reason(error)
+    return found, None
+
+
 def check_agent_addon(
     cluster_name: str, users: Mapping[str, str], opts: pulumi.InvokeOptions
 ) -> None:
-    """Stop the program with `agent_missing_message` unless EKS lists the add-on on the cluster.
-
-    A synchronous look-up, run before any resource but the providers is registered: a failure
-    ends `pulumi preview` and `pulumi up` with the message alone, having changed nothing.
-    """
-    try:
-        aws.eks.get_addon(addon_name=pod_identity.AGENT_ADDON, cluster_name=cluster_name, opts=opts)
-    except Exception as error:  # the provider's error, whatever EKS answered
-        reason = failure_reason(error)
-        raise pulumi.RunError(agent_missing_message(cluster_name, users, reason)) from None
+    """Stop the program with `agent_missing_message` unless EKS lists the add-on on the cluster."""
+    _, reason = _look_up_agent(cluster_name, opts)
+    if reason is not None:
+        raise pulumi.RunError(agent_missing_message(cluster_name, users, reason))
 
 
 def agent_installed_elsewhere_message(cluster_name: str, version: str) -> str:
@@ -136,16 +146,9 @@ def agent_unknown_message(cluster_name: str, reason: str) -> str:
 def check_agent_addon_absent(cluster_name: str, opts: pulumi.InvokeOptions) -> None:
     """Stop the program unless EKS answers that the cluster has no add-on for the stack to
     create: `agent_installed_elsewhere_message` when it has one, `agent_unknown_message` when
-    the look-up fails for another reason (the provider's texts: contracts/pod_identity.py).
-
-    Run, as `check_agent_addon` is, before any resource but the providers is registered."""
-    try:
-        found = aws.eks.get_addon(
-            addon_name=pod_identity.AGENT_ADDON, cluster_name=cluster_name, opts=opts
-        )
-    except Exception as error:  # the provider's error, whatever EKS answered
-        reason = failure_reason(error)
-        if pod_identity.ADDON_NOT_FOUND in reason:
-            return
-        raise pulumi.RunError(agent_unknown_message(cluster_name, reason)) from None
-    raise pulumi.RunError(agent_installed_elsewhere_message(cluster_name, found.addon_version))
+    the look-up fails for another reason (the provider's texts: contracts/pod_identity.py)."""
+    found, reason = _look_up_agent(cluster_name, opts)
+    if found is not None:
+        raise pulumi.RunError(agent_installed_elsewhere_message(cluster_name, found.addon_version))
+    if reason is not None and pod_identity.ADDON_NOT_FOUND not in reason:
+        raise pulumi.RunError(agent_unknown_message(cluster_name, reason))

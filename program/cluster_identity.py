@@ -25,6 +25,7 @@ import pulumi_aws as aws
 import yaml
 
 from kiam_eks.components.lookups import failure_reason
+from kiam_eks.contracts.kubeconfig import KubeconfigError, current_context
 from kiam_eks.settings.loader import load_yaml
 from kiam_eks.settings.stack import StackSettings
 
@@ -41,32 +42,22 @@ class KubeconfigCluster:
     """`certificate-authority-data`, as written (base64 of a PEM)."""
 
 
-class KubeconfigError(ValueError):
-    """A kubeconfig this check cannot read; the message says what is missing."""
-
-
 def current_cluster(kubeconfig: str) -> KubeconfigCluster:
     """The cluster entry of `kubeconfig`'s current context: `kubeconfig` is the document, or the
     path of a file holding it (the Kubernetes provider takes either)."""
-    document = _document(kubeconfig)
-    name = document.get("current-context")
-    if not isinstance(name, str) or not name:
-        raise KubeconfigError("it sets no current-context")
-    context = _named(document, "contexts", name, "context")
-    cluster_name = context.get("cluster")
-    if not isinstance(cluster_name, str):
-        raise KubeconfigError(f"its context {name} names no cluster")
-    cluster = _named(document, "clusters", cluster_name, "cluster")
-    server = cluster.get("server")
+    current = current_context(_document(kubeconfig))
+    server = current.cluster.get("server")
     if not isinstance(server, str) or not server:
-        raise KubeconfigError(f"its cluster {cluster_name} has no server")
-    ca_data = cluster.get("certificate-authority-data")
+        raise KubeconfigError(f"its cluster {current.cluster_entry['name']} has no server")
+    ca_data = current.cluster.get("certificate-authority-data")
     return KubeconfigCluster(
-        context=name, server=server, ca_data=ca_data if isinstance(ca_data, str) else None
+        context=current.name,
+        server=server,
+        ca_data=ca_data if isinstance(ca_data, str) else None,
     )
 
 
-def _document(kubeconfig: str) -> dict[str, Any]:
+def _document(kubeconfig: str) -> Any:
     try:
         document = load_yaml(kubeconfig)
     except yaml.YAMLError:
@@ -81,18 +72,7 @@ def _document(kubeconfig: str) -> dict[str, Any]:
             ) from None
         except yaml.YAMLError as error:
             raise KubeconfigError(f"{path} is not valid YAML ({error})") from None
-    if not isinstance(document, dict):
-        raise KubeconfigError("it is not a kubeconfig mapping")
     return document
-
-
-def _named(document: dict[str, Any], section: str, name: str, field: str) -> dict[str, Any]:
-    for entry in document.get(section) or []:
-        if isinstance(entry, dict) and entry.get("name") == name:
-            value = entry.get(field)
-            if isinstance(value, dict):
-                return value
-    raise KubeconfigError(f"its {section} have no {name}")
 
 
 def same_authority(kubeconfig_data: str, eks_data: str) -> bool:

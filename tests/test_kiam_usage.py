@@ -529,7 +529,7 @@ def test_a_missing_or_malformed_kubeconfig_is_bad_input(
     malformed.write_text("apiVersion: v1\nkind: Config\n")
     assert main(["--config-file", str(stack_file), "--kubeconfig", str(malformed)]) == 2
     assert capsys.readouterr().err == (
-        f"{stack_file}: cannot use kubeconfig {malformed}: KeyError: 'current-context'\n"
+        f"{stack_file}: cannot use kubeconfig {malformed}: KubeconfigError: it sets no current-context\n"
     )
 
 

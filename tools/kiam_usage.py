@@ -86,6 +86,7 @@ from typing import Any
 
 import yaml
 
+from kiam_eks.contracts.kubeconfig import KubeconfigError, current_context
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from kiam_eks.settings.base import UNDECRYPTED_SECRET
 from kiam_eks.settings.loader import stack_name_of
@@ -268,7 +269,7 @@ def cluster_api(kubeconfig: Path) -> KubeApi:
         return KubeApi(_with_exec_token(kubeconfig))
     except BadInputError:
         raise
-    except (OSError, yaml.YAMLError, ssl.SSLError, KeyError, TypeError, StopIteration) as error:
+    except (OSError, yaml.YAMLError, ssl.SSLError, KubeconfigError, KeyError, TypeError) as error:
         problem = f"{type(error).__name__}: {error}"
         raise BadInputError(f"cannot use kubeconfig {kubeconfig}: {problem}") from None
 
@@ -277,9 +278,7 @@ def _with_exec_token(kubeconfig: Path) -> Path:
     """The kubeconfig, or, when its current user runs an exec plugin (`aws eks get-token`), a
     copy holding the token that plugin prints (client.authentication.k8s.io ExecCredential)."""
     config = yaml.safe_load(kubeconfig.read_text())
-    context_name = config["current-context"]
-    context = next(c for c in config["contexts"] if c["name"] == context_name)["context"]
-    user = next(u for u in config["users"] if u["name"] == context["user"])["user"]
+    user = current_context(config).user
     plugin = user.get("exec")
     if not plugin or user.get("token"):
         return kubeconfig

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from kiam_eks.contracts.kubeconfig import current_context
+
 # Collections are listed in pages of this many items (`limit`, then `continue`), as kubectl does
 # ("kubectl get --chunk-size", default 500) and as the Kubernetes API concepts page describes
 # ("Retrieving large results sets in chunks"): one GET of every pod of a large cluster is a
@@ -45,11 +47,8 @@ class KubeApi:
     kubeconfig: Path
 
     def __post_init__(self) -> None:
-        config = yaml.safe_load(self.kubeconfig.read_text())
-        context_name = config["current-context"]
-        context = next(c for c in config["contexts"] if c["name"] == context_name)["context"]
-        cluster = next(c for c in config["clusters"] if c["name"] == context["cluster"])["cluster"]
-        user = next(u for u in config["users"] if u["name"] == context["user"])["user"]
+        current = current_context(yaml.safe_load(self.kubeconfig.read_text()))
+        cluster, user = current.cluster, current.user
         self.server = cluster["server"].rstrip("/")
         self._ssl = ssl.create_default_context()
         ca = _material(cluster, "certificate-authority")

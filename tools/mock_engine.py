@@ -26,11 +26,13 @@ from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.sync_await import _sync_await
+from pydantic import ValidationError
 
 from kiam_eks.contracts import pod_identity, tokens
 from kiam_eks.contracts.eks_node_group import FORCE_NEW
 from kiam_eks.program.last_update import READ_STACK_RESOURCES
 from kiam_eks.settings.cluster import partition_of
+from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
 
 PROJECT = "kiam"
 # The self-managed backend's one organization name (pulumi/pulumi 1b594989,
@@ -485,9 +487,12 @@ def addons_the_stack_expects(config: Mapping[str, Any]) -> tuple[str, ...]:
     """The EKS add-ons of the cluster a stack's `config:` describes, before its first update:
     Pod Identity's agent, unless the stack installs it itself (`kiam:podIdentityAgent.manageAddon`,
     which EKS refuses on a cluster that has it)."""
-    agent = config.get("kiam:podIdentityAgent")
-    manages = isinstance(agent, Mapping) and agent.get("manageAddon") is True
-    return () if manages else (pod_identity.AGENT_ADDON,)
+    try:
+        # Read as the settings read it (a stack the settings refuse stops before any look-up).
+        agent = PodIdentityAgentSettings.model_validate(config.get("kiam:podIdentityAgent") or {})
+    except ValidationError:
+        return (pod_identity.AGENT_ADDON,)
+    return () if agent.manage_addon else (pod_identity.AGENT_ADDON,)
 
 
 class MockEngine:

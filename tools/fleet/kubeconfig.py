@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from kiam_eks.contracts.kubeconfig import current_context
 from kiam_eks.settings.stack import StackSettings
 from tools.fleet.engine import Engine
 from tools.fleet.fleet_file import FleetFile
@@ -43,10 +44,8 @@ def with_exec_resolved(path: Path) -> Path:
     """The same kubeconfig, its current user's `exec` credential plugin run once and replaced by
     the token it returned (an ExecCredential's `status.token`); unchanged without one."""
     config: dict[str, Any] = yaml.safe_load(path.read_text())
-    context_name = config["current-context"]
-    context = next(c for c in config["contexts"] if c["name"] == context_name)["context"]
-    user_entry = next(u for u in config["users"] if u["name"] == context["user"])
-    plugin = (user_entry.get("user") or {}).get("exec")
+    current = current_context(config)
+    plugin = current.user.get("exec")
     if not plugin:
         return path
     env = {**os.environ, **{e["name"]: e["value"] for e in plugin.get("env") or []}}
@@ -57,7 +56,8 @@ def with_exec_resolved(path: Path) -> Path:
         capture_output=True,
         text=True,
     )
-    user_entry["user"] = {"token": json.loads(done.stdout)["status"]["token"]}
+    assert current.user_entry is not None  # `current.user` has it
+    current.user_entry["user"] = {"token": json.loads(done.stdout)["status"]["token"]}
     resolved = path.with_name(path.stem + "-token.yaml")
     _write_private(resolved, yaml.safe_dump(config))
     return resolved

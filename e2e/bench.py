@@ -20,15 +20,18 @@ stack file of that shape holds more than 737 (contracts/pulumi_config.py).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from e2e.harness import toolchain
 from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.pulumi import PulumiStack
+from e2e.harness.waiting import wait_for
 from e2e.tests.conftest import example_config
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from tools.scale_stack import scale_config
@@ -39,14 +42,28 @@ STEPS = ("preview", "up", "up (no change)", "destroy")
 DEFAULT_NAMESPACES = 20
 
 
-def measure(stack: PulumiStack, runs: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {step: [] for step in STEPS}
+def measure(
+    stacks: dict[str, PulumiStack], runs: int, settle: Callable[[], None]
+) -> dict[str, dict[str, list[float]]]:
+    """Each stack's times of each step, `runs` rounds in which the stacks take turns: a load that
+    drifts during the measurement (another process, the machine) falls on all of them alike, as
+    in tools/bench.py. After each destroy, `settle` waits until no pod the destroy deleted is
+    still terminating, so that no stack is timed while another's pods are being removed."""
+    times: dict[str, dict[str, list[float]]] = {n: {step: [] for step in STEPS} for n in stacks}
     for _ in range(runs):
-        times["preview"].append(stack.preview().seconds)
-        times["up"].append(stack.up().seconds)
-        times["up (no change)"].append(stack.up("--expect-no-changes").seconds)
-        times["destroy"].append(stack.destroy().seconds)
+        for name, stack in stacks.items():
+            times[name]["preview"].append(stack.preview().seconds)
+            times[name]["up"].append(stack.up().seconds)
+            times[name]["up (no change)"].append(stack.up("--expect-no-changes").seconds)
+            times[name]["destroy"].append(stack.destroy().seconds)
+            settle()
     return times
+
+
+def terminating_pods(env: Environment) -> int:
+    return sum(
+        1 for pod in env.kube.items("/api/v1/pods") if pod["metadata"].get("deletionTimestamp")
+    )
 
 
 def resource_counts(stack: PulumiStack) -> tuple[int, int]:
@@ -116,38 +133,73 @@ def main(argv: list[str] | None = None) -> int:
         env = Environment.start(root, toolchain.bin_dir(), "kiam-bench")
         try:
             env.shape_for(stack_file)
+
+            def settle() -> None:
+                wait_for("no pod terminating", lambda: terminating_pods(env) == 0, 300)
+
             kiam = env.stack(name)
             kiam.create(stack_file)
             kiam.up()
             count, components = resource_counts(kiam)
+            outputs = root / "outputs.json"
+            outputs.write_text(json.dumps(kiam.outputs()))
+            outputs_size = outputs.stat().st_size
             kiam.destroy()
-            floor = PulumiStack(
-                stack="floor",
-                project_dir=root / "projects" / "floor",
-                backend_dir=root / "backend",
-                home=root / "pulumi-home",
-                bin_dir=env.bin_dir,
-                kubeconfig=env.plane.kubeconfig,
-                state_dir=root / "state" / "floor",
-                program_dir=FLOOR_PROGRAM,
-                extra_env={
-                    "KIAM_E2E_FLOOR_RESOURCES": str(count),
-                    "KIAM_E2E_FLOOR_COMPONENTS": str(components),
-                },
-            )
-            floor.create(write_stack_file(root / "Pulumi.floor.yaml", {}))
-            results = {"kiam": measure(kiam, args.runs), "floor": measure(floor, args.runs)}
+            settle()
+            floors = {
+                key: floor_stack(env, key, count, components, outputs if exported else None)
+                for key, exported in (("floor", False), ("floor+outputs", True))
+            }
+            results = measure({"kiam": kiam, **floors}, args.runs, settle)
         finally:
             env.stop()
     print(
-        f"{count} Kubernetes resources and {components} component resources each; "
-        f"median of {args.runs} runs, seconds\n"
+        f"{count} Kubernetes resources and {components} component resources each; the second "
+        f"floor also exports the kiam stack's outputs ({outputs_size} bytes of JSON); median of "
+        f"{args.runs} runs, seconds\n"
     )
-    print(f"| step | {label} | floor | ratio |\n|---|---|---|---|")
+    print(
+        f"| step | {label} | floor | ratio | floor + outputs | ratio |\n|---|---|---|---|---|---|"
+    )
     for step in STEPS:
-        ours, base = (statistics.median(results[k][step]) for k in ("kiam", "floor"))
-        print(f"| `{step}` | {ours:.2f} | {base:.2f} | {ours / base:.2f}x |")
+        ours, base, with_outputs = (
+            statistics.median(results[k][step]) for k in ("kiam", "floor", "floor+outputs")
+        )
+        print(
+            f"| `{step}` | {ours:.2f} | {base:.2f} | {ours / base:.2f}x "
+            f"| {with_outputs:.2f} | {ours / with_outputs:.2f}x |"
+        )
+    print("\nEach run, seconds:")
+    for key, steps in results.items():
+        print(
+            f"- {key}: "
+            + "; ".join(f"{s} {', '.join(f'{t:.2f}' for t in steps[s])}" for s in STEPS)
+        )
     return 0
+
+
+def floor_stack(
+    env: Environment, name: str, resources: int, components: int, outputs: Path | None
+) -> PulumiStack:
+    """A stack of the floor program on the bench's cluster, registering `resources` ConfigMaps
+    and `components` component resources, and exporting the stack outputs in `outputs`."""
+    stack = PulumiStack(
+        stack=name.replace("+", "-"),
+        project_dir=env.root / "projects" / name,
+        backend_dir=env.root / "backend",
+        home=env.root / "pulumi-home",
+        bin_dir=env.bin_dir,
+        kubeconfig=env.plane.kubeconfig,
+        state_dir=env.root / "state" / name,
+        program_dir=FLOOR_PROGRAM,
+        extra_env={
+            "KIAM_E2E_FLOOR_RESOURCES": str(resources),
+            "KIAM_E2E_FLOOR_COMPONENTS": str(components),
+            **({"KIAM_E2E_FLOOR_OUTPUTS": str(outputs)} if outputs is not None else {}),
+        },
+    )
+    stack.create(write_stack_file(env.root / f"Pulumi.{stack.stack}.yaml", {}))
+    return stack
 
 
 if __name__ == "__main__":

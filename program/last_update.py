@@ -30,11 +30,12 @@ import time
 from typing import Any
 
 import pulumi
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.proto import resource_pb2
 
+from kiam_eks.contracts.tokens import STACK
 from kiam_eks.settings.installed import LastUpdate
 
 READ_STACK_RESOURCES = "pulumi:pulumi:readStackResourceOutputs"
@@ -51,7 +52,7 @@ def read_last_update() -> LastUpdate:
     program decides what to register from it."""
     for attempt in range(ATTEMPTS):
         try:
-            return LastUpdate.of_stack_resources(_invoke({"stackName": own_stack_name()}))
+            return last_update_of(_invoke({"stackName": own_stack_name()}))
         except Exception as error:  # the engine's answer to a torn read is an RPC error
             if attempt == ATTEMPTS - 1:
                 raise pulumi.RunError(
@@ -61,7 +62,7 @@ def read_last_update() -> LastUpdate:
     raise AssertionError("unreachable")
 
 
-def _invoke(args: dict[str, Any]) -> dict[str, Any]:
+def _invoke(args: dict[str, Any]) -> struct_pb2.Struct:
     request = struct_pb2.Struct()
     request.update(args)
     monitor = runtime_settings.get_monitor()
@@ -75,16 +76,48 @@ def _invoke(args: dict[str, Any]) -> dict[str, Any]:
     if response.failures:
         reasons = "; ".join(f.reason for f in response.failures)
         raise RuntimeError(f"{READ_STACK_RESOURCES} failed: {reasons}")
-    answer = _unwrap_secrets(json_format.MessageToDict(getattr(response, "return")))
-    return dict(answer) if isinstance(answer, dict) else {}
+    answer: struct_pb2.Struct = getattr(response, "return")
+    return answer
 
 
-def _unwrap_secrets(value: Any) -> Any:
-    """The values of secrets, as the program wrote them (only the facts are read from them)."""
-    if isinstance(value, dict):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return _unwrap_secrets(value.get("value"))
-        return {k: _unwrap_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_unwrap_secrets(v) for v in value]
-    return value
+def last_update_of(answer: struct_pb2.Struct) -> LastUpdate:
+    """The engine's answer as `LastUpdate.of_stack_resources` reads it: each resource's type,
+    and the root stack's outputs. The other resources' outputs (every Kubernetes object's live
+    state, most of the answer) are left unread."""
+    resources: dict[str, Any] = {}
+    listed = answer.fields.get("outputs")
+    if listed is not None and listed.WhichOneof("kind") == "struct_value":
+        for urn, resource in listed.struct_value.fields.items():
+            if resource.WhichOneof("kind") != "struct_value":
+                continue
+            fields = resource.struct_value.fields
+            kind = fields["type"].string_value if "type" in fields else ""
+            entry: dict[str, Any] = {"type": kind}
+            if kind == STACK and "outputs" in fields:
+                entry["outputs"] = _plain_value(fields["outputs"])
+            resources[urn] = entry
+    return LastUpdate.of_stack_resources({"outputs": resources})
+
+
+def _plain_struct(struct: struct_pb2.Struct) -> dict[str, Any]:
+    """A protobuf Struct as the JSON values `json_format.MessageToDict` gives (numbers as floats),
+    each secret replaced by its value, as the program wrote it (only the facts are read from
+    them). Walked here rather than by `MessageToDict`, which looks every field's descriptor up:
+    the state of a stack of 1,000 applications holds tens of thousands of values."""
+    fields = struct.fields
+    signature = fields.get(rpc._special_sig_key)
+    if signature is not None and signature.string_value == rpc._special_secret_sig:
+        secret = fields.get("value")
+        return _plain_value(secret) if secret is not None else None  # type: ignore[return-value]
+    return {key: _plain_value(value) for key, value in fields.items()}
+
+
+def _plain_value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "struct_value":
+        return _plain_struct(value.struct_value)
+    if kind == "list_value":
+        return [_plain_value(item) for item in value.list_value.values]
+    if kind is None or kind == "null_value":
+        return None
+    return getattr(value, kind)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
@@ -100,6 +101,7 @@ class ClusterSettings(Model):
         return next((d for p, _, d in PARTITIONS if p == self.partition), "amazonaws.com")
 
 
+@cache  # a stack names a few regions; its thousands of ARNs ask for their partition each time
 def partition_of(region: str) -> str:
     """The AWS partition of a region (`aws`, `aws-cn`, `aws-us-gov`...); `aws` when unknown."""
     return next((p for p, regex, _ in PARTITIONS if re.fullmatch(regex, region)), "aws")

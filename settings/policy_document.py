@@ -49,9 +49,17 @@ def check_policy_document(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+# `\s` in a str pattern is what `str.isspace` calls white space (both are Python's
+# Py_UNICODE_ISSPACE): the regular expression counts it at C speed, not character by character.
+_WHITE_SPACE = re.compile(r"\s")
+
+
 def policy_characters(document: dict[str, Any]) -> int:
-    """Characters IAM counts against the inline-policy quota: the JSON without white space."""
-    return sum(1 for c in json.dumps(document, ensure_ascii=False) if not c.isspace())
+    """Characters IAM counts against the inline-policy quota: the JSON without white space.
+    Written compactly, the JSON has white space only inside its strings, which IAM does not
+    count either."""
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return len(text) - len(_WHITE_SPACE.findall(text))
 
 
 def _document_problem(document: dict[str, Any]) -> str | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
 
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 
@@ -109,6 +111,12 @@ class StackSettings(Model):
         "anything if they differ.",
     )
     _adoption_state: Adoption = PrivateAttr()
+    # The server permission's layout for each previous layout it was laid out from: the
+    # settings' own check, the judge and the record each ask, and each asking counts the
+    # characters of every document (the settings are frozen, so it never changes).
+    _layouts: dict[tuple[tuple[str, ...], ...] | None, list[list[str]]] = PrivateAttr(
+        default_factory=dict
+    )
 
     @property
     def adoption_state(self) -> Adoption:
@@ -116,6 +124,12 @@ class StackSettings(Model):
         owns the agents and the Service, what is forced and kept, the running install's names,
         selectors and CA. Every part of the program reads it instead of the phase."""
         return self._adoption_state
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, which lays its server permission out anew: `update` may change what it is."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._layouts = {}
+        return copied
 
     @model_validator(mode="after")
     def _check(self) -> StackSettings:
@@ -259,25 +273,35 @@ class StackSettings(Model):
         """What the kiam-server role may assume (ARN patterns, then exact ARNs) laid over its
         inline policy and managed policies, keeping `previous`'s layout where it can; raises
         `PermissionTooLargeError` past IAM's quotas (settings/server_permission.py)."""
-        paths, existing = server_permission.assumable(self.iam, self.applications.values())
-        resources = server_permission.application_role_patterns(
-            self.cluster.partition, self.cluster.account_id, self.iam, paths, existing
-        )
-        return server_permission.place(resources, self.iam.managed_policies_per_role, previous)
+        key = None if previous is None else tuple(map(tuple, previous))
+        layout = self._layouts.get(key)
+        if layout is None:
+            paths, existing = server_permission.assumable(self.iam, self.applications.values())
+            resources = server_permission.application_role_patterns(
+                self.cluster.partition, self.cluster.account_id, self.iam, paths, existing
+            )
+            layout = server_permission.place(
+                resources, self.iam.managed_policies_per_role, previous
+            )
+            self._layouts[key] = layout
+        return [list(policy) for policy in layout]
 
     def _check_applications(self) -> None:
         iam = self.iam
         self._check_existing_roles()
         names = [a.role_name for a in self.applications.values() if a.role_name is not None]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
         if duplicates:
             raise ValueError(
                 f"kiam:applications use the role name {', '.join(duplicates)} more than once"
             )
         # IAM role names are unique per account regardless of case (CreateRole: "Names are not
         # distinguished by case").
+        by_lower: dict[str, list[str]] = defaultdict(list)
         for name in names:
-            same = sorted(n for n in names if n.lower() == name.lower())
+            by_lower[name.lower()].append(name)
+        for name in names:
+            same = sorted(by_lower[name.lower()])
             if len(same) > 1:
                 raise ValueError(
                     f"kiam:applications use the role names {' and '.join(same)}, which IAM takes "

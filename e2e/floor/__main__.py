@@ -3,8 +3,9 @@ registers as many resources as the benched stack has, of the same two kinds, wit
 nothing to await: `KIAM_E2E_FLOOR_RESOURCES` plain ConfigMaps through the same provider and
 cluster (the stack's Kubernetes objects) and `KIAM_E2E_FLOOR_COMPONENTS` empty component
 resources (the stack's components, which the engine registers and records too, with no provider
-call)."""
+call); with `KIAM_E2E_FLOOR_OUTPUTS`, the benched stack's outputs as well."""
 
+import json
 import os
 
 import pulumi
@@ -27,3 +28,9 @@ for index in range(int(os.environ["KIAM_E2E_FLOOR_RESOURCES"])):
     )
 for index in range(int(os.environ.get("KIAM_E2E_FLOOR_COMPONENTS", "0"))):
     Part(f"part-{index}")
+# With `KIAM_E2E_FLOOR_OUTPUTS` (a JSON file of the benched stack's outputs), the same stack
+# outputs: what the engine costs to receive, compare and store them, with no program work.
+if "KIAM_E2E_FLOOR_OUTPUTS" in os.environ:
+    with open(os.environ["KIAM_E2E_FLOOR_OUTPUTS"]) as file:
+        for key, value in json.load(file).items():
+            pulumi.export(key, value)

@@ -3,7 +3,10 @@ number fails here instead of letting the plan pass what IAM refuses."""
 
 from __future__ import annotations
 
+import json
+
 from kiam_eks.contracts import iam_quotas
+from kiam_eks.settings.policy_document import policy_characters
 
 
 def test_the_quotas_as_the_iam_user_guide_gives_them() -> None:
@@ -20,3 +23,26 @@ def test_the_quotas_as_the_iam_user_guide_gives_them() -> None:
     assert iam_quotas.TRUST_POLICY_CHARACTERS == 2048
     # CreatePolicy's PolicyName: "Length Constraints: Minimum length of 1. Maximum length of 128."
     assert iam_quotas.POLICY_NAME_CHARACTERS == 128
+
+
+def test_white_space_is_not_counted_anywhere_in_a_document() -> None:
+    """ "IAM and AWS STS quotas": policy sizes count characters "excluding white space"; none of
+    the separators' spaces, nor any white space inside a value (a non-breaking space, a line
+    separator), counts; a tab is written as the two characters `\\t`, which do."""
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "with\tspace\u00a0and\u2028separators ",
+                "Effect": "Allow",
+                "Action": "sts:AssumeRole",
+                "Resource": ["arn:aws:iam::111122223333:role/é"],
+            }
+        ],
+    }
+    text = json.dumps(document, ensure_ascii=False)
+    assert policy_characters(document) == sum(1 for c in text if not c.isspace())
+    assert policy_characters(document) == len(
+        '{"Version":"2012-10-17","Statement":[{"Sid":"with\\tspaceandseparators","Effect":"Allow",'
+        '"Action":"sts:AssumeRole","Resource":["arn:aws:iam::111122223333:role/é"]}]}'
+    )

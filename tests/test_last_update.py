@@ -1,0 +1,80 @@
+"""The program's reading of `pulumi:pulumi:readStackResourceOutputs`' answer (program/last_update.py):
+what `LastUpdate` needs of it, read from the protobuf Struct the engine sends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime import rpc
+
+from kiam_eks.contracts.tokens import STACK
+from kiam_eks.program.last_update import last_update_of
+
+STACK_URN = "urn:pulumi:dev::kiam-eks::pulumi:pulumi:Stack::kiam-eks-dev"
+DAEMON_SET_URN = "urn:pulumi:dev::kiam-eks::kubernetes:apps/v1:DaemonSet::kiam-agent"
+# How the engine marks a secret and a resource reference inside outputs (pulumi/pulumi
+# sdk/python/lib/pulumi/runtime/rpc.py `_special_secret_sig`, `_special_resource_sig`).
+RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+
+
+def secret(value: Any) -> dict[str, Any]:
+    return {rpc._special_sig_key: rpc._special_secret_sig, "value": value}
+
+
+def answer_of(outputs: dict[str, Any]) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update({"outputs": outputs})
+    return struct
+
+
+def test_the_stack_outputs_are_read_as_json_values_with_each_secret_unwrapped() -> None:
+    stack_outputs = {
+        "installed": secret({"cluster": {"name": "dev"}, "retired": False, "port": 8181}),
+        "applications": {"billing": {"servedBy": "kiam", "serviceAccount": None, "list": [1, {}]}},
+        "namespace": "kiam",
+    }
+    last = last_update_of(answer_of({STACK_URN: {"type": STACK, "outputs": stack_outputs}}))
+    assert last.outputs == {
+        # As json_format.MessageToDict reads a Struct: every number a float.
+        "installed": {"cluster": {"name": "dev"}, "retired": False, "port": 8181.0},
+        "applications": {
+            "billing": {"servedBy": "kiam", "serviceAccount": None, "list": [1.0, {}]}
+        },
+        "namespace": "kiam",
+    }
+    assert last.resources == {STACK_URN: STACK}
+
+
+def test_it_reads_what_message_to_dict_would_with_the_secrets_unwrapped() -> None:
+    outputs = {
+        "a": [None, True, 2.5, "x", {"b": secret([secret("deep")])}],
+        "ref": {rpc._special_sig_key: RESOURCE_SIG, "urn": DAEMON_SET_URN},
+    }
+    struct = answer_of({STACK_URN: {"type": STACK, "outputs": outputs}})
+    expected = json_format.MessageToDict(struct)["outputs"][STACK_URN]["outputs"]
+    expected["a"][4]["b"] = ["deep"]
+    assert last_update_of(struct).outputs == expected
+
+
+def test_other_resources_give_their_type_only() -> None:
+    last = last_update_of(
+        answer_of(
+            {
+                STACK_URN: {"type": STACK, "outputs": {}},
+                DAEMON_SET_URN: {
+                    "type": "kubernetes:apps/v1:DaemonSet",
+                    "outputs": {"status": {"numberReady": 3}},
+                },
+                "not-a-resource": "ignored",
+            }
+        )
+    )
+    assert last.resources == {STACK_URN: STACK, DAEMON_SET_URN: "kubernetes:apps/v1:DaemonSet"}
+    assert last.outputs == {}
+
+
+def test_a_stack_with_no_update_yet_has_nothing() -> None:
+    last = last_update_of(struct_pb2.Struct())
+    assert (last.outputs, last.resources) == ({}, {})
+    assert last.installed() is None

@@ -183,14 +183,8 @@ def floor_stack(
 ) -> PulumiStack:
     """A stack of the floor program on the bench's cluster, registering `resources` ConfigMaps
     and `components` component resources, and exporting the stack outputs in `outputs`."""
-    stack = PulumiStack(
-        stack=name.replace("+", "-"),
-        project_dir=env.root / "projects" / name,
-        backend_dir=env.root / "backend",
-        home=env.root / "pulumi-home",
-        bin_dir=env.bin_dir,
-        kubeconfig=env.plane.kubeconfig,
-        state_dir=env.root / "state" / name,
+    stack = env.stack(
+        name.replace("+", "-"),
         program_dir=FLOOR_PROGRAM,
         extra_env={
             "KIAM_E2E_FLOOR_RESOURCES": str(resources),

@@ -59,8 +59,9 @@ class Environment:
         self._draining.__exit__(None, None, None)
         self.plane.stop()
 
-    def stack(self, name: str) -> PulumiStack:
-        """A stack of the e2e program against this cluster (created by `PulumiStack.create`)."""
+    def stack(self, name: str, **program: Any) -> PulumiStack:
+        """A stack of the e2e program against this cluster (created by `PulumiStack.create`);
+        `program`: another program's `program_dir` and `extra_env` (the bench's floor)."""
         return PulumiStack(
             stack=name,
             project_dir=self.root / "projects" / name,
@@ -69,6 +70,7 @@ class Environment:
             bin_dir=self.bin_dir,
             kubeconfig=self.plane.kubeconfig,
             state_dir=self.root / "state" / name,
+            **program,
         )
 
     def shape_for(

@@ -189,22 +189,8 @@ def fingerprint(pem: str) -> str:
     return "sha256:" + hashlib.sha256(pem.strip().encode()).hexdigest()
 
 
-# The last answer of `installed_by`, with the (frozen) arguments it was for: the judge asks
-# twice and the program's record once, each walking every application.
-_last: tuple[StackSettings, Installed | None, Installed] | None = None
-
-
 def installed_by(settings: StackSettings, previous: Installed | None) -> Installed:
     """The facts the update applying `settings` leaves, having changed from `previous`."""
-    global _last
-    if _last is not None and _last[0] is settings and _last[1] is previous:
-        return _last[2]
-    facts = _installed_by(settings, previous)
-    _last = (settings, previous, facts)
-    return facts
-
-
-def _installed_by(settings: StackSettings, previous: Installed | None) -> Installed:
     s = settings
     cluster = InstalledCluster(
         name=s.cluster.name, account_id=s.cluster.account_id, region=s.cluster.region

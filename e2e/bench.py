@@ -34,6 +34,7 @@ from e2e.harness.pulumi import PulumiStack
 from e2e.harness.waiting import wait_for
 from e2e.tests.conftest import example_config
 from kiam_eks.settings import SettingsError, settings_from_stack_file
+from tools.bench import compile_project
 from tools.scale_stack import scale_config
 
 FLOOR_PROGRAM = toolchain.REPO / "e2e" / "floor"
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         except SettingsError as error:
             print(error, file=sys.stderr)
             return 2
+        # The programs' own modules read from bytecode, as the SDKs' are (tools/bench.py).
+        compile_project(toolchain.REPO / "e2e")
         env = Environment.start(root, toolchain.bin_dir(), "kiam-bench")
         try:
             env.shape_for(stack_file)

@@ -20,6 +20,18 @@ import pulumi
 from kiam_eks.components.agent import Agent, AgentArgs
 from kiam_eks.components.agent_retirement import AgentRetirement, AgentRetirementArgs
 from kiam_eks.components.application_output import application_output
+from kiam_eks.components.argument_types import (
+    AdoptionOptions,
+    AgentOptions,
+    ApplicationOptions,
+    IamOptions,
+    MonitoringOptions,
+    NamespaceOptions,
+    NodeGroupOptions,
+    PodIdentityAgentOptions,
+    ServerOptions,
+    TlsOptions,
+)
 from kiam_eks.components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
 from kiam_eks.components.known import lifted, when_known
 from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
@@ -41,7 +53,7 @@ from kiam_eks.specs import alert_rules, iam_policies
 
 
 class KiamArgs(TypedDict):
-    """The arguments of `Kiam`. A section (`node_group`, `server`...) is the mapping of that stack setting, spelled as in the stack file (`kiam:nodeGroup` holds `subnets`, `minSize`...), with the same defaults and rules (docs/configuration.md)."""
+    """The arguments of `Kiam`. A section (`node_group`, `server`...) is that stack setting, a named type with the same keys in each language's spelling (`min_size` in Python, `minSize` elsewhere and in the stack file), defaults and rules (docs/configuration.md)."""
 
     cluster_name: pulumi.Input[str]
     """Name of the EKS cluster (`kiam:cluster.name`): a string, or the cluster resource's name output (checked once known)."""
@@ -51,7 +63,7 @@ class KiamArgs(TypedDict):
     """AWS region of the cluster (`kiam:cluster.region`): kiam's regional STS endpoint and the partition of every ARN."""
     kubernetes_version: str
     """The cluster's Kubernetes minor version, such as `1.33`: the server nodes run it (`kiam:cluster.kubernetesVersion`)."""
-    node_group: NotRequired[dict[str, Any]]
+    node_group: NotRequired[NodeGroupOptions]
     """The dedicated server node group (`kiam:nodeGroup`): `subnets` in at least two zones (each `{id, zone}`, so that the spread is checked), sizes, instance types, taint."""
     subnet_ids: NotRequired[pulumi.Input[list[pulumi.Input[str]]]]
     """Instead of `node_group`'s `subnets`: the subnets' ids, such as a VPC resource's private subnet ids output (checked once known; their zones are not, so give `subnets` with zones to have the spread over two zones checked)."""
@@ -59,25 +71,25 @@ class KiamArgs(TypedDict):
     """The cluster's OIDC issuer URL, needed only by applications served through IRSA: such as the cluster resource's `identities[0].oidcs[0].issuer` output."""
     cluster_domain: NotRequired[str]
     """The cluster's DNS domain (`kiam:cluster.clusterDomain`)."""
-    server: NotRequired[dict[str, Any]]
+    server: NotRequired[ServerOptions]
     """The kiam-server Deployment (`kiam:server`)."""
-    agent: NotRequired[dict[str, Any]]
+    agent: NotRequired[AgentOptions]
     """The kiam-agent DaemonSet (`kiam:agent`)."""
-    iam: NotRequired[dict[str, Any]]
+    iam: NotRequired[IamOptions]
     """What the server may assume (`kiam:iam`)."""
-    tls: NotRequired[dict[str, Any]]
+    tls: NotRequired[TlsOptions]
     """Certificate lifetimes (`kiam:tls`)."""
-    namespace: NotRequired[dict[str, Any]]
+    namespace: NotRequired[NamespaceOptions]
     """kiam's namespace (`kiam:namespace`)."""
-    monitoring: NotRequired[dict[str, Any]]
+    monitoring: NotRequired[MonitoringOptions]
     """Prometheus scraping and alerts (`kiam:monitoring`)."""
-    adoption: NotRequired[dict[str, Any]]
+    adoption: NotRequired[AdoptionOptions]
     """A running kiam install being taken over (`kiam:adoption`, docs/migration.md)."""
-    applications: NotRequired[dict[str, dict[str, Any]]]
+    applications: NotRequired[dict[str, ApplicationOptions]]
     """Application roles by application name, and what serves each (`kiam:applications`)."""
     existing_permitted: NotRequired[dict[str, str]]
     """Namespaces whose `iam.amazonaws.com/permitted` annotation someone else set, with its value (`kiam:existingPermitted`)."""
-    pod_identity_agent: NotRequired[dict[str, Any]]
+    pod_identity_agent: NotRequired[PodIdentityAgentOptions]
     """The EKS Pod Identity agent add-on (`kiam:podIdentityAgent`)."""
     retire: NotRequired[bool]
     """Remove kiam, keeping every application role (`kiam:retire`, docs/leaving-kiam.md)."""

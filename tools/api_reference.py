@@ -81,7 +81,12 @@ def snake(schema_name: str) -> str:
 
 def _type(prop: dict[str, Any]) -> str:
     if "$ref" in prop:
-        return str(prop["$ref"]).rsplit("/", 1)[-1]
+        target = str(prop["$ref"]).rsplit("/", 1)[-1]
+        if target.startswith(f"{tokens.COMPONENT_PACKAGE}:index:"):
+            # One of the package's named types, listed under "Types" below.
+            name = target.rsplit(":", 1)[-1]
+            return f"[{name}](#{name.lower()})"
+        return target
     kind = str(prop.get("type", "any"))
     if kind == "array":
         return f"list of {_type(prop['items'])}"
@@ -135,11 +140,28 @@ def render() -> str:
         "A plain argument must be known when the program runs (a literal or config value, not",
         "another resource's output); every other argument may be an output. Invalid plain",
         "arguments stop the program before anything is registered, each named with the stack",
-        "setting whose rule it follows. `Kiam`'s sections (`nodeGroup`, `server`, `applications`...)",
-        "are the stack settings' mappings as the stack file spells them, with their defaults and",
-        "rules: docs/configuration.md.",
+        "setting whose rule it follows.",
+        "",
+        "## Types",
+        "",
+        "`Kiam`'s sections (`nodeGroup`, `server`, each entry of `applications`...) are the stack",
+        "settings' sections, with their defaults and rules (docs/configuration.md), generated from",
+        "the settings models (components/argument_types.py, `python -m tools.argument_types",
+        "--write`). Python programs pass the snake_case keys (`min_size`), TypeScript and YAML the",
+        "camelCase ones (`minSize`); the one stack-file key spelled otherwise says so.",
         "",
     ]
+    for token, kind in sorted(served.get("types", {}).items()):
+        name = token.rsplit(":", 1)[-1]
+        lines += [f"### {name}", "", _cell(kind.get("description", "")), ""]
+        lines += ["| name | type | required | description |", "|---|---|---|---|"]
+        required = set(kind.get("required", []))
+        for schema_name, prop in sorted(kind.get("properties", {}).items()):
+            lines.append(
+                f"| `{schema_name}` | {_type(prop)} | {'yes' if schema_name in required else 'no'}"
+                f" | {_cell(prop.get('description', ''))} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 

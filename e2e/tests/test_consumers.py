@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -316,3 +317,122 @@ def test_the_package_reaches_the_program_as_the_readme_says(consumer: Consumer) 
         }
         assert {f for f in files if f.endswith(".py")} == modules
         assert "kiam_eks/py.typed" in files
+
+
+# A program of each language using `Kiam` with one key of a section (`nodeGroup.minSize`) spelled
+# `{key}`: the named types of the package schema make the language's own check refuse the
+# misspelt one (TypeScript's compiler, the YAML host's schema check before anything is
+# registered, mypy against the package pip installed).
+TYPESCRIPT_PROGRAM = """\
+import * as kiam from "@pulumi/kiam";
+
+export const installed = new kiam.Kiam("kiam", {{
+    clusterName: "dev",
+    accountId: "111122223333",
+    region: "eu-west-1",
+    kubernetesVersion: "1.33",
+    nodeGroup: {{
+        subnets: [{{ id: "subnet-0a1b2c3d4e5f60001", zone: "eu-west-1a" }}],
+        {key}: 3,
+    }},
+    applications: {{ billing: {{ namespace: "billing", roleName: "billing-api" }} }},
+}});
+"""
+PYTHON_PROGRAM = """\
+from kiam_eks import Kiam
+
+Kiam(
+    "kiam",
+    {{
+        "cluster_name": "dev",
+        "account_id": "111122223333",
+        "region": "eu-west-1",
+        "kubernetes_version": "1.33",
+        "node_group": {{
+            "subnets": [{{"id": "subnet-0a1b2c3d4e5f60001", "zone": "eu-west-1a"}}],
+            "{key}": 3,
+        }},
+        "applications": {{"billing": {{"namespace": "billing", "role_name": "billing-api"}}}},
+    }},
+)
+"""
+YAML_RESOURCE = {
+    "type": "kiam:Kiam",
+    "properties": {
+        "clusterName": "dev",
+        "accountId": "111122223333",
+        "region": "eu-west-1",
+        "kubernetesVersion": "1.33",
+        "nodeGroup": {
+            "subnets": [{"id": "subnet-0a1b2c3d4e5f60001", "zone": "eu-west-1a"}],
+            "{key}": 3,
+        },
+    },
+}
+KEYS = {"typescript": "minSize", "python": "min_size", "yaml": "minSize"}
+MISSPELT = {"typescript": "minSise", "python": "min_sise", "yaml": "minSise"}
+
+
+def _checked(consumer: Consumer, key: str) -> subprocess.CompletedProcess[str]:
+    """The language's own check of a program using `Kiam` with `key` in `nodeGroup`."""
+    project = consumer.stack.project_dir
+    if consumer.language == "typescript":
+        program = project / f"typed-{key}.ts"
+        program.write_text(TYPESCRIPT_PROGRAM.format(key=key))
+        return subprocess.run(
+            [str(project / "node_modules" / ".bin" / "tsc"), "--noEmit", "--strict",
+             "--skipLibCheck", "--esModuleInterop", "--moduleResolution", "node",
+             "--module", "commonjs", "--target", "es2020", program.name],
+            cwd=project, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    program = project / f"typed_{key}.py"
+    program.write_text(PYTHON_PROGRAM.format(key=key))
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
+         "--cache-dir=/dev/null",
+         "--python-executable", str(project / "venv" / "bin" / "python"), program.name],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def _yaml_up(consumer: Consumer, key: str) -> tuple[PulumiStack, Result]:
+    """`pulumi up` of the YAML consumer's project (its package entry, from the git URL) with
+    only a `Kiam` whose `nodeGroup` has `key`, as a stack of its own."""
+    source = consumer.stack.project_dir
+    project = source.parent / f"yaml-typed-{key}"
+    shutil.copytree(source, project)
+    program = yaml.safe_load((project / "Pulumi.yaml").read_text())
+    resource = json.loads(json.dumps(YAML_RESOURCE).replace("{key}", key))
+    program.update(config={}, resources={"kiam": resource}, outputs={})
+    (project / "Pulumi.yaml").write_text(yaml.safe_dump(program))
+    stack = replace(consumer.stack, stack=f"typed-{key.lower()}", project_dir=project, history=[])
+    stack.run("stack", "init", stack.stack, "--secrets-provider", "passphrase")
+    return stack, stack.up(check=False)
+
+
+def test_a_misspelt_section_key_fails_the_languages_own_check(consumer: Consumer) -> None:
+    """Issue 37: each section of `Kiam` is a named type in the schema and every SDK, so the
+    misspelt key fails where each language checks types, and the right one passes there."""
+    right, wrong = KEYS[consumer.language], MISSPELT[consumer.language]
+    if consumer.language == "yaml":
+        stack, refused = _yaml_up(consumer, wrong)
+        assert refused.returncode != 0
+        assert wrong in refused.output and "NodeGroupOptions" in refused.output, refused.output
+        # Refused by the type check: nothing registered, not even the stack itself.
+        exported = json.loads(stack.run("stack", "export").stdout)
+        assert not exported["deployment"].get("resources"), exported
+        _report_refusal(consumer.language, wrong, refused.output)
+        return
+    passed, failed = _checked(consumer, right), _checked(consumer, wrong)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert failed.returncode != 0
+    message = failed.stdout + failed.stderr
+    assert wrong in message and (
+        "NodeGroupOptions" in message  # tsc: not in type 'NodeGroupOptionsArgs'; mypy: TypedDict
+    ), message
+    _report_refusal(consumer.language, wrong, message)
+
+
+def _report_refusal(language: str, key: str, output: str) -> None:
+    line = next(line.strip() for line in output.splitlines() if key in line)
+    REPORT.append(f"consumers: {language} refused `{key}`: {line[:200]}")

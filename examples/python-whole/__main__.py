@@ -29,7 +29,7 @@ installed = Kiam(
                 {"id": "subnet-0a1b2c3d4e5f60002", "zone": "eu-west-1b"},
             ]
         },
-        "applications": {"billing": {"namespace": "billing", "roleName": "billing-api"}},
+        "applications": {"billing": {"namespace": "billing", "role_name": "billing-api"}},
     },
     pulumi.ResourceOptions(providers=[kubernetes]),
 )

@@ -59,7 +59,7 @@ class KiamKubernetesArgs(TypedDict):
     server_replicas: NotRequired[int]
     """Number of servers, one per node of the group (`kiam:server.replicas`)."""
     server_nodes: NotRequired[int]
-    """The node group's desired size (`kiam:nodeGroup.desiredSize`): with more nodes than servers a new server starts before an old one stops."""
+    """The nodes the servers can count on: the node group's minimum size (`kiam:nodeGroup.minSize`), at least `server_replicas` (one server per node); with more, a new server starts before an old one stops."""
     server_image: NotRequired[str]
     """The kiam image of the servers (`kiam:server.image`)."""
     agent_image: NotRequired[str]

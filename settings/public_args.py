@@ -19,7 +19,7 @@ from kiam_eks.settings.agent import AgentSettings
 from kiam_eks.settings.base import model_class
 from kiam_eks.settings.loader import describe, problems_message
 from kiam_eks.settings.node_group import TaintSettings
-from kiam_eks.settings.server import ServerSettings
+from kiam_eks.settings.server import ServerSettings, too_few_nodes
 from kiam_eks.settings.stack import INITIAL_NAMESPACES, NamespaceSettings, StackSettings
 from kiam_eks.settings.tls import TlsSettings
 
@@ -30,7 +30,7 @@ ARGUMENT_SETTINGS: dict[str, str] = {
     "namespace": "namespace.name",
     "create_namespace": "namespace.create",
     "server_replicas": "server.replicas",
-    "server_nodes": "nodeGroup.desiredSize",
+    "server_nodes": "nodeGroup.minSize",
     "server_image": "server.image",
     "agent_image": "agent.image",
     "agent_host_interface": "agent.hostInterface",
@@ -293,12 +293,13 @@ def kubernetes_side(source: str, args: Mapping[str, Any]) -> KubernetesSide:
             f"{values['namespace']!r}: every cluster has it, so creating it would fail with "
             "AlreadyExists"
         )
-    if not problems and values["server_nodes"] < values["server_replicas"]:
-        problems.append(
-            f"{argument_name('server_nodes')}: {values['server_nodes']} nodes cannot run "
-            f"{argument_name('server_replicas')} {values['server_replicas']} servers: hard "
-            "anti-affinity puts one server per node"
+    if not problems and (
+        pending := too_few_nodes(
+            (argument_name("server_nodes"), values["server_nodes"]),
+            (argument_name("server_replicas"), values["server_replicas"]),
         )
+    ):
+        problems.append(pending)
     if problems:
         raise ArgumentsError(source, problems)
     return KubernetesSide(

@@ -21,7 +21,7 @@ from kiam_eks.settings.iam import IamSettings
 from kiam_eks.settings.monitoring import MonitoringSettings
 from kiam_eks.settings.node_group import NodeGroupSettings
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
-from kiam_eks.settings.server import ServerSettings
+from kiam_eks.settings.server import ServerSettings, too_few_nodes
 from kiam_eks.settings.tls import TlsSettings
 
 # Namespaces every cluster has (Kubernetes docs, "Namespaces: Initial namespaces"): creating one
@@ -134,12 +134,12 @@ class StackSettings(Model):
     @model_validator(mode="after")
     def _check(self) -> StackSettings:
         self._adoption_state = Adoption.of(self.adoption)
-        if self.node_group.min_size < self.server.replicas:
-            raise ValueError(
-                f"kiam:nodeGroup.minSize ({self.node_group.min_size}) must be at least "
-                f"kiam:server.replicas ({self.server.replicas}): hard anti-affinity puts one server "
-                "per node, so the extra servers would stay Pending"
-            )
+        pending = too_few_nodes(
+            ("kiam:nodeGroup.minSize", self.node_group.min_size),
+            ("kiam:server.replicas", self.server.replicas),
+        )
+        if pending is not None:
+            raise ValueError(pending)
         taint = self.node_group.taint
         for index, toleration in enumerate(self.agent.tolerations):
             if toleration.tolerates(taint.key, taint.value, taint.kubernetes_effect):

@@ -278,8 +278,9 @@ ARGS = {
         (
             {"node_group": {**ARGS["node_group"], "minSize": 2, "desiredSize": 2}},
             [
-                "node_group.minSize (2) must be at least server.replicas (3): hard anti-affinity "
-                "puts one server per node, so the extra servers would stay Pending"
+                "node_group.minSize must be at least server.replicas (got 2 nodes for 3 servers): "
+                "hard anti-affinity puts one server per node, so the extra servers would stay "
+                "Pending"
             ],
         ),
     ],

@@ -208,8 +208,9 @@ def test_an_output_for_the_server_role_is_checked_once_known() -> None:
         (
             {"server_replicas": 4},
             [
-                "server_nodes (serverNodes): 3 nodes cannot run server_replicas (serverReplicas) 4 "
-                "servers: hard anti-affinity puts one server per node"
+                "server_nodes (serverNodes) must be at least server_replicas (serverReplicas) "
+                "(got 3 nodes for 4 servers): hard anti-affinity puts one server per node, so the "
+                "extra servers would stay Pending"
             ],
         ),
         (

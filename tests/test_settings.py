@@ -63,8 +63,9 @@ def test_settings_are_frozen() -> None:
     [
         (
             {"server": {"replicas": 4}},
-            "kiam:nodeGroup.minSize (3) must be at least kiam:server.replicas (4): hard anti-affinity "
-            "puts one server per node, so the extra servers would stay Pending",
+            "kiam:nodeGroup.minSize must be at least kiam:server.replicas (got 3 nodes for 4 "
+            "servers): hard anti-affinity puts one server per node, so the extra servers would "
+            "stay Pending",
         ),
         (
             {"server": {"replicas": 1}},

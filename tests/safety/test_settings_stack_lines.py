@@ -13,8 +13,9 @@ def test_as_many_server_nodes_at_least_as_servers() -> None:
     assert problems(
         base_config(node_group={"minSize": 2, "desiredSize": 3}, server={"replicas": 3})
     ) == [
-        "kiam:nodeGroup.minSize (2) must be at least kiam:server.replicas (3): hard "
-        "anti-affinity puts one server per node, so the extra servers would stay Pending"
+        "kiam:nodeGroup.minSize must be at least kiam:server.replicas (got 2 nodes for 3 "
+        "servers): hard anti-affinity puts one server per node, so the extra servers would stay "
+        "Pending"
     ]
 
 

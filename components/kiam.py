@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
-from kiam_eks.components.agent import Agent, AgentArgs
+from kiam_eks.components.agent import Agent
 from kiam_eks.components.agent_retirement import AgentRetirement, AgentRetirementArgs
 from kiam_eks.components.application_output import application_output
 from kiam_eks.components.argument_types import (
@@ -34,10 +34,11 @@ from kiam_eks.components.argument_types import (
 )
 from kiam_eks.components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
 from kiam_eks.components.known import lifted, when_known
+from kiam_eks.components.kubernetes_side import KubernetesSideArgs, compose_kubernetes_side
 from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
 from kiam_eks.components.namespace import kiam_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
-from kiam_eks.components.server import Server, ServerArgs
+from kiam_eks.components.server import Server
 from kiam_eks.components.tls import Tls, TlsArgs
 from kiam_eks.contracts import names, tokens
 from kiam_eks.settings.public_args import (
@@ -330,62 +331,45 @@ class Kiam(pulumi.ComponentResource):
         domain = s.cluster.cluster_domain
         ca = adoption.running_install_ca
         service, ns_name = s.server.service_name, s.namespace.name
-        tls = Tls(
-            f"{name}-tls",
-            TlsArgs(
-                settings=s.tls,
+        side = compose_kubernetes_side(
+            name,
+            KubernetesSideArgs(
                 namespace=namespace,
-                # While the address agents dial changes, the certificate also names the one the
-                # running agents still dial, until every agent has moved (settings/transitions.py).
-                server_dns_names=[
-                    *names.service_dns_names(service, ns_name, domain),
-                    *transition.previous_server_names,
-                ],
-                authority=cloud.certificate_authority,
-                existing_ca=(
-                    (ca[0].get_secret_value(), ca[1].get_secret_value()) if ca is not None else None
+                tls=TlsArgs(
+                    settings=s.tls,
+                    namespace=namespace,
+                    # While the address agents dial changes, the certificate also names the one
+                    # the running agents still dial, until every agent has moved
+                    # (settings/transitions.py).
+                    server_dns_names=[
+                        *names.service_dns_names(service, ns_name, domain),
+                        *transition.previous_server_names,
+                    ],
+                    authority=cloud.certificate_authority,
+                    existing_ca=(
+                        (ca[0].get_secret_value(), ca[1].get_secret_value())
+                        if ca is not None
+                        else None
+                    ),
                 ),
-            ),
-            child,
-        )
-        self.tls = tls
-        server = Server(
-            f"{name}-server",
-            ServerArgs(
-                settings=s.server,
-                namespace=namespace,
+                server=s.server,
+                agent=s.agent if adoption.stack_owns_agents else None,
                 region=s.cluster.region,
                 node_group_name=server_nodes.node_group_name,
                 node_taint=s.node_group.taint,
                 spare_nodes=s.node_group.desired_size - s.server.replicas,
                 server_role_arn=self.roles.server_role_arn,
                 role_base_arn=self.roles.role_base_arn,
-                tls_secret=tls.server_secret,
+                server_address=self.address,
                 adoption=adoption,
-                pod_annotations=scrape_annotations(s.monitoring, s.server.metrics_port),
+                server_pod_annotations=scrape_annotations(s.monitoring, s.server.metrics_port),
+                agent_pod_annotations=scrape_annotations(s.monitoring, s.agent.metrics_port),
                 restart_for_names=transition.previous_server_names,
+                force_apply_agents=transition.restore_agents,
             ),
             child,
         )
-        self.server = server
-        if adoption.stack_owns_agents:
-            self.agent = Agent(
-                f"{name}-agent",
-                AgentArgs(
-                    settings=s.agent,
-                    namespace=namespace,
-                    server_address=self.address,
-                    server_node_taint=s.node_group.taint,
-                    tls_secret=tls.agent_secret,
-                    # Also what makes a retirement delete the agents before the servers: the
-                    # engine deletes a resource only after those that depend on it.
-                    wait_for=[server.deployment],
-                    adoption=adoption,
-                    pod_annotations=scrape_annotations(s.monitoring, s.agent.metrics_port),
-                    force_apply=transition.restore_agents,
-                ),
-                child,
-            )
+        self.tls, self.server, self.agent = side.tls, side.server, side.agent
         if s.monitoring.service_monitors:
             self.monitoring = Monitoring(
                 f"{name}-monitoring",

@@ -16,12 +16,11 @@ from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
-from kiam_eks.components.agent import Agent, AgentArgs
 from kiam_eks.components.cloud import KeyPair
+from kiam_eks.components.kubernetes_side import KubernetesSideArgs, compose_kubernetes_side
 from kiam_eks.components.namespace import kiam_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
-from kiam_eks.components.server import Server, ServerArgs
-from kiam_eks.components.tls import ProvidedCertificates, Tls, TlsArgs
+from kiam_eks.components.tls import ProvidedCertificates, TlsArgs
 from kiam_eks.contracts import names, tokens
 from kiam_eks.settings.adoption import Adoption
 from kiam_eks.settings.public_args import KubernetesSide, checked_role_arn, kubernetes_side
@@ -101,62 +100,46 @@ class KiamKubernetes(pulumi.ComponentResource):
         domain = side.cluster_domain
         service = side.server.service_name
         dns_names = names.service_dns_names(service, side.namespace.name, domain)
-        tls = Tls(
-            f"{name}-tls",
-            TlsArgs(
-                settings=side.tls,
+        address = names.agent_server_address(
+            service, side.namespace.name, domain, side.server.grpc_port
+        )
+        parts = compose_kubernetes_side(
+            name,
+            KubernetesSideArgs(
                 namespace=namespace,
-                server_dns_names=dns_names,
-                authority=None,
-                provided=ProvidedCertificates(
-                    ca_cert_pem=args["ca_certificate_pem"],
-                    server=KeyPair(
-                        cert_pem=args["server_certificate_pem"],
-                        key_pem=pulumi.Output.secret(args["server_private_key_pem"]),
-                    ),
-                    agent=KeyPair(
-                        cert_pem=args["agent_certificate_pem"],
-                        key_pem=pulumi.Output.secret(args["agent_private_key_pem"]),
+                tls=TlsArgs(
+                    settings=side.tls,
+                    namespace=namespace,
+                    server_dns_names=dns_names,
+                    authority=None,
+                    provided=ProvidedCertificates(
+                        ca_cert_pem=args["ca_certificate_pem"],
+                        server=KeyPair(
+                            cert_pem=args["server_certificate_pem"],
+                            key_pem=pulumi.Output.secret(args["server_private_key_pem"]),
+                        ),
+                        agent=KeyPair(
+                            cert_pem=args["agent_certificate_pem"],
+                            key_pem=pulumi.Output.secret(args["agent_private_key_pem"]),
+                        ),
                     ),
                 ),
-            ),
-            child,
-        )
-        adoption = Adoption.of(None)
-        server = Server(
-            f"{name}-server",
-            ServerArgs(
-                settings=side.server,
-                namespace=namespace,
+                server=side.server,
+                agent=side.agent,
                 region=side.region,
                 node_group_name=args["node_group_name"],
                 node_taint=side.taint,
                 spare_nodes=side.server_nodes - side.server.replicas,
                 server_role_arn=_checked_once_known(args["server_role_arn"], "server_role_arn"),
                 role_base_arn=side.role_base_arn,
-                tls_secret=tls.server_secret,
-                adoption=adoption,
+                server_address=address,
+                adoption=Adoption.of(None),
             ),
             child,
         )
-        self.server_address = pulumi.Output.from_input(
-            names.agent_server_address(service, side.namespace.name, domain, side.server.grpc_port)
-        )
-        agent = Agent(
-            f"{name}-agent",
-            AgentArgs(
-                settings=side.agent,
-                namespace=namespace,
-                server_address=names.agent_server_address(
-                    service, side.namespace.name, domain, side.server.grpc_port
-                ),
-                server_node_taint=side.taint,
-                tls_secret=tls.agent_secret,
-                wait_for=[server.deployment],
-                adoption=adoption,
-            ),
-            child,
-        )
+        self.server_address = pulumi.Output.from_input(address)
+        server, agent = parts.server, parts.agent
+        assert agent is not None  # the agents are always this component's
         # Strings were checked above; another resource's output once known.
         permitted: Mapping[str, Sequence[pulumi.Input[str]]] = {
             namespace: [_checked_once_known(arn, "permitted_roles") for arn in arns]

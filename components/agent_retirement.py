@@ -36,7 +36,7 @@ The patch is kept on delete (`retainOnDelete`), for three reasons:
 - nothing of it outlives the DaemonSet in the cluster: the object it patched is deleted.
 
 Retiring, or retired? The settings cannot say (`kiam:retire` stays true), so the program reads
-what the stack's last update left before it registers anything (program/last_update.py,
+what the stack's last update left before it registers anything (components/last_update.py,
 settings/transitions.py): the patch is registered only while those facts show kiam installed
 (`Transition.roll_agents_before_retiring`). The engine hands the program the checkpoint the
 previous update left, in a preview as in an update, so:

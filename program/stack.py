@@ -11,8 +11,8 @@ import pulumi
 
 from kiam_eks.components.cloud import CloudSide
 from kiam_eks.components.kiam import Kiam, KiamArgs
+from kiam_eks.components.last_update import read_last_update
 from kiam_eks.contracts import names
-from kiam_eks.program.last_update import read_last_update
 from kiam_eks.settings import installed
 from kiam_eks.settings.loader import stack_file_for
 from kiam_eks.settings.public_args import arguments_of

@@ -2,7 +2,7 @@
 
 Every `pulumi up` exports them as the stack output `installed` (program/stack.py), computed here
 from the settings it applied, and every later run reads them back before anything is registered
-(program/last_update.py): the engine hands a program its own stack's stored outputs, in a preview
+(components/last_update.py): the engine hands a program its own stack's stored outputs, in a preview
 as in an update, from the checkpoint the previous update left (pulumi/pulumi
 pkg/resource/deploy/builtins.go, `readStackResourceOutputs`; pkg/backend/backend.go
 `GetStackResourceOutputs`). A stack with no update yet has none: its first `up` changes from

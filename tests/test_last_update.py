@@ -1,4 +1,4 @@
-"""The program's reading of `pulumi:pulumi:readStackResourceOutputs`' answer (program/last_update.py):
+"""The reading of `pulumi:pulumi:readStackResourceOutputs`' answer (components/last_update.py):
 what `LastUpdate` needs of it, read from the protobuf Struct the engine sends."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import rpc
 
+from kiam_eks.components.last_update import last_update_of
 from kiam_eks.contracts.tokens import STACK
-from kiam_eks.program.last_update import last_update_of
 
 STACK_URN = "urn:pulumi:dev::kiam-eks::pulumi:pulumi:Stack::kiam-eks-dev"
 DAEMON_SET_URN = "urn:pulumi:dev::kiam-eks::kubernetes:apps/v1:DaemonSet::kiam-agent"

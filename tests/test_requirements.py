@@ -114,7 +114,7 @@ def test_requirements_txt_is_exactly_what_the_program_imports() -> None:
         "yaml",
     }
     # `google` is a namespace package several distributions share; the program imports
-    # `google.protobuf` (program/last_update.py), which protobuf provides.
+    # `google.protobuf` (components/last_update.py), which protobuf provides.
     assert distributions(imported - {"google"}) | {"protobuf"} == package_dependencies()
     # requirements.txt installs the package, and with it those, from this checkout.
     assert requirement_lines("requirements.txt") == ["-e . --config-settings editable_mode=strict"]

@@ -28,9 +28,9 @@ from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.sync_await import _sync_await
 from pydantic import ValidationError
 
+from kiam_eks.components.last_update import READ_STACK_RESOURCES
 from kiam_eks.contracts import pod_identity, tokens
 from kiam_eks.contracts.eks_node_group import FORCE_NEW
-from kiam_eks.program.last_update import READ_STACK_RESOURCES
 from kiam_eks.settings.cluster import partition_of
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
 

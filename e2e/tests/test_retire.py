@@ -194,7 +194,7 @@ KEPT = {
     ("pulumi:pulumi:Stack", "kiam-dev"),
     ("pulumi:providers:kubernetes", "kubernetes"),
     # The engine's builtin provider, which answers the program's read of its last update
-    # (program/last_update.py), from the first update on (measured in the state).
+    # (components/last_update.py), from the first update on (measured in the state).
     ("pulumi:providers:pulumi", "default"),
     (tokens.KIAM, "kiam"),
 }

@@ -6,7 +6,6 @@ run time is refused, named, before anything is registered."""
 
 from __future__ import annotations
 
-import textwrap
 import typing
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from tools import api_reference
 from tools import argument_types as generator
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+REPO_FIXTURES = PROJECT_DIR / "e2e" / "fixtures"
 
 
 def test_the_generated_types_are_current() -> None:
@@ -59,8 +59,7 @@ def test_only_the_one_key_the_schema_spells_otherwise_says_so() -> None:
 
 
 def _provider_mapping() -> tuple[ComponentProvider, Any]:
-    module = api_reference.provider_module()
-    provider = ComponentProvider(module["COMPONENTS"], module["COMPONENT_PACKAGE"], None, "0.1.0")
+    provider = api_reference.component_provider()
     return provider, provider._component_defs["Kiam"]
 
 
@@ -177,24 +176,8 @@ def test_a_misspelt_key_is_refused_by_name_before_anything_is_registered() -> No
         Kiam("kiam", args)
 
 
-CONSUMER = """\
-from kiam_eks import Kiam
-
-Kiam(
-    "kiam",
-    {
-        "cluster_name": "dev",
-        "account_id": "111122223333",
-        "region": "eu-west-1",
-        "kubernetes_version": "1.33",
-        "node_group": {
-            "subnets": [{"id": "subnet-0a1b2c3d4e5f60001", "zone": "eu-west-1a"}],
-            "%s": 3,
-        },
-        "applications": {"billing": {"namespace": "billing", "role_name": "billing-api"}},
-    },
-)
-"""
+# The Python program the e2e suite type-checks against the pip-installed package too.
+CONSUMER = (REPO_FIXTURES / "typed_consumer" / "kiam.py.template").read_text()
 
 
 def test_mypy_catches_a_misspelt_key_in_a_python_program(tmp_path: Path) -> None:
@@ -203,7 +186,7 @@ def test_mypy_catches_a_misspelt_key_in_a_python_program(tmp_path: Path) -> None
     programs = {}
     for key in ("min_size", "min_sise"):
         programs[key] = tmp_path / f"{key}.py"
-        programs[key].write_text(textwrap.dedent(CONSUMER % key))
+        programs[key].write_text(CONSUMER.format(key=key))
     # One run for both programs: mypy reports each error with its file.
     out, _, status = mypy_api.run(
         [*map(str, programs.values()), "--strict", "--follow-imports=silent",

@@ -52,16 +52,21 @@ def provider_module() -> dict[str, Any]:
     return runpy.run_path(str(PROVIDER_DIR / "__main__.py"), run_name="kiam_provider")
 
 
-def schema() -> dict[str, Any]:
-    """The schema the component provider serves."""
+def component_provider() -> ComponentProvider:
+    """The component provider provider/__main__.py hosts: its schema, and its mapping of what
+    another language's program sends onto the components' Python arguments."""
     module = provider_module()
-    provider = ComponentProvider(
+    return ComponentProvider(
         module["COMPONENTS"],
         module["COMPONENT_PACKAGE"],
         None,
         version(module["DISTRIBUTION"]),
     )
-    served: dict[str, Any] = json.loads(provider.schema or "{}")
+
+
+def schema() -> dict[str, Any]:
+    """The schema the component provider serves."""
+    served: dict[str, Any] = json.loads(component_provider().schema or "{}")
     return served
 
 

@@ -323,39 +323,10 @@ def test_the_package_reaches_the_program_as_the_readme_says(consumer: Consumer) 
 # `{key}`: the named types of the package schema make the language's own check refuse the
 # misspelt one (TypeScript's compiler, the YAML host's schema check before anything is
 # registered, mypy against the package pip installed).
-TYPESCRIPT_PROGRAM = """\
-import * as kiam from "@pulumi/kiam";
-
-export const installed = new kiam.Kiam("kiam", {{
-    clusterName: "dev",
-    accountId: "111122223333",
-    region: "eu-west-1",
-    kubernetesVersion: "1.33",
-    nodeGroup: {{
-        subnets: [{{ id: "subnet-0a1b2c3d4e5f60001", zone: "eu-west-1a" }}],
-        {key}: 3,
-    }},
-    applications: {{ billing: {{ namespace: "billing", roleName: "billing-api" }} }},
-}});
-"""
-PYTHON_PROGRAM = """\
-from kiam_eks import Kiam
-
-Kiam(
-    "kiam",
-    {{
-        "cluster_name": "dev",
-        "account_id": "111122223333",
-        "region": "eu-west-1",
-        "kubernetes_version": "1.33",
-        "node_group": {{
-            "subnets": [{{"id": "subnet-0a1b2c3d4e5f60001", "zone": "eu-west-1a"}}],
-            "{key}": 3,
-        }},
-        "applications": {{"billing": {{"namespace": "billing", "role_name": "billing-api"}}}},
-    }},
-)
-"""
+TYPED_CONSUMER = REPO / "e2e" / "fixtures" / "typed_consumer"
+TYPESCRIPT_PROGRAM = (TYPED_CONSUMER / "kiam.ts.template").read_text()
+# Also what tests/test_argument_types.py type-checks against the working tree.
+PYTHON_PROGRAM = (TYPED_CONSUMER / "kiam.py.template").read_text()
 YAML_RESOURCE = {
     "type": "kiam:Kiam",
     "properties": {

@@ -4,8 +4,8 @@ its retirement (`kiam:retire`), which keeps only the application roles and what 
 `Kiam` takes the arguments a Pulumi program passes (`KiamArgs`): the cluster's name and OIDC
 issuer may be another resource's outputs, the rest are the stack settings (docs/configuration.md)
 under the arguments' names, validated by the same models before anything is registered. This
-repository's program is its first user: it turns its stack file into these arguments
-(`public_args.arguments_of`).
+repository's program, which has validated its stack file into those settings already, hands them
+over as they are (`Kiam.of_settings`); tests/test_kiam_args.py proves both ways compose the same.
 """
 
 # No `from __future__ import annotations`: the component provider reads `KiamArgs` and `Kiam`'s
@@ -140,6 +140,72 @@ class Kiam(pulumi.ComponentResource):
         managed node group, pulumi-tls) unless given. `transition`: the change from what the
         stack's last update installed, as this repository's program judges it
         (settings/transitions.py); without it every update is composed as a first one."""
+        # Checked before the component itself is registered: a mistake creates nothing.
+        source = f"Kiam {name!r}"
+        settings = kiam_settings(source, dict(args))
+        cluster_name = args["cluster_name"]
+        subnet_ids = args.get("subnet_ids")
+        subnets_known = subnet_ids is None or subnet_ids_known(subnet_ids)
+        if cloud is not None and not (isinstance(cluster_name, str) and subnets_known):
+            # A cloud side given here reads the cluster's name and the subnets from the settings.
+            raise ArgumentsError(
+                source,
+                ["cluster_name, subnet_ids: must be known values when a cloud side is given"],
+            )
+        self._construct(
+            name,
+            settings,
+            opts,
+            cloud=cloud,
+            oidc_issuer=args.get("oidc_issuer"),
+            # A string was checked with the rest; another resource's output is, once known.
+            cluster_name=when_known(cluster_name, checked_cluster_name),
+            subnet_ids=None if subnets_known else _subnet_ids_once_known(subnet_ids),
+            transition=transition,
+        )
+
+    @classmethod
+    def of_settings(
+        cls,
+        name: str,
+        settings: StackSettings,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        oidc_issuer: pulumi.Input[str] | None = None,
+        cloud: CloudSide | None = None,
+        transition: Transition | None = None,
+    ) -> "Kiam":
+        """`Kiam` from stack settings validated already, as this repository's program reads them
+        from its stack file: the component `Kiam(name, arguments_of(settings), ...)` makes
+        (tests/test_kiam_args.py proves `kiam_settings(arguments_of(s)) == s` for every example
+        state), without turning typed settings into an untyped mapping and validating them a
+        second time."""
+        kiam = cls.__new__(cls)
+        kiam._construct(
+            name,
+            settings,
+            opts,
+            cloud=cloud,
+            oidc_issuer=oidc_issuer,
+            cluster_name=settings.cluster.name,
+            subnet_ids=None,
+            transition=transition,
+        )
+        return kiam
+
+    def _construct(
+        self,
+        name: str,
+        settings: StackSettings,
+        opts: pulumi.ResourceOptions | None,
+        *,
+        cloud: CloudSide | None,
+        oidc_issuer: pulumi.Input[str] | None,
+        cluster_name: pulumi.Input[str],
+        subnet_ids: pulumi.Output[list[str]] | None,
+        transition: Transition | None,
+    ) -> None:
+        """Register the component and compose its children from valid `settings`."""
         # The parts, for the program and tests (Python only: not outputs of the schema).
         self.roles: KiamRoles
         """kiam's IAM chain; once retired, only what the application roles still read of it
@@ -167,30 +233,12 @@ class Kiam(pulumi.ComponentResource):
         self.settled: pulumi.Output[bool]
         """True once the servers, the agents and any retirement roll are done: the stack output
         `installed` waits for it, so a failed update leaves the facts of the one before."""
-        # Checked before the component itself is registered: a mistake creates nothing.
-        source = f"Kiam {name!r}"
-        settings = kiam_settings(source, dict(args))
-        cluster_name = args["cluster_name"]
-        subnet_ids = args.get("subnet_ids")
-        subnets_known = subnet_ids is None or subnet_ids_known(subnet_ids)
-        if cloud is not None and not (isinstance(cluster_name, str) and subnets_known):
-            # A cloud side given here reads the cluster's name and the subnets from the settings.
-            raise ArgumentsError(
-                source,
-                ["cluster_name, subnet_ids: must be known values when a cloud side is given"],
-            )
         super().__init__(tokens.KIAM, name, None, opts)
         if cloud is None:
             # Imported here: a cloud side given instead (the e2e stand-ins) needs no AWS SDK.
             from kiam_eks.components.aws_cloud import AwsCloud
 
-            # A string was checked with the rest; another resource's output is, once known.
-            cloud = AwsCloud(
-                settings,
-                args.get("oidc_issuer"),
-                when_known(cluster_name, checked_cluster_name),
-                subnet_ids=None if subnets_known else _subnet_ids_once_known(subnet_ids),
-            )
+            cloud = AwsCloud(settings, oidc_issuer, cluster_name, subnet_ids=subnet_ids)
         self._compose(name, Composition(settings=settings, cloud=cloud, transition=transition))
 
     def _compose(self, name: str, args: Composition) -> None:

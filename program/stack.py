@@ -1,21 +1,20 @@
-"""Build one stack from validated settings and providers: `Kiam` from the stack settings through
-the one adapter (`public_args.arguments_of`), on AWS for `__main__.py` (and through it the tests
-and the offline plan), on the stand-ins for the real-engine tests (`e2e/program`)."""
+"""Build one stack from validated settings and providers: `Kiam` from the stack settings as they
+are (`Kiam.of_settings`: typed, validated once when the stack file was read), on AWS for
+`__main__.py` (and through it the tests and the offline plan), on the stand-ins for the
+real-engine tests (`e2e/program`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 import pulumi
 
 from kiam_eks.components.cloud import CloudSide
-from kiam_eks.components.kiam import Kiam, KiamArgs
+from kiam_eks.components.kiam import Kiam
 from kiam_eks.components.last_update import read_last_update
 from kiam_eks.contracts import names
 from kiam_eks.settings import installed
 from kiam_eks.settings.loader import stack_file_for
-from kiam_eks.settings.public_args import arguments_of
 from kiam_eks.settings.stack import StackSettings
 from kiam_eks.settings.transitions import Transition, judge
 
@@ -48,16 +47,13 @@ def build(
     oidc_issuer: pulumi.Input[str] | None = None,
     cloud: CloudSide | None = None,
 ) -> Kiam:
-    """The `Kiam` component from the stack's settings, its arguments made by the one adapter
-    (`arguments_of`), with the stack's providers handed down to every child; on AWS unless given
-    another cloud side (the e2e stand-ins)."""
-    args = cast(KiamArgs, arguments_of(settings))
-    if oidc_issuer is not None:
-        args["oidc_issuer"] = oidc_issuer
-    return Kiam(
+    """The `Kiam` component from the stack's settings, with the stack's providers handed down to
+    every child; on AWS unless given another cloud side (the e2e stand-ins)."""
+    return Kiam.of_settings(
         names.INSTALL_NAME,
-        args,
+        settings,
         pulumi.ResourceOptions(providers=list(providers)),
+        oidc_issuer=oidc_issuer,
         cloud=cloud,
         transition=transition,
     )

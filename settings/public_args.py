@@ -50,8 +50,9 @@ ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/([!-~]+/)?[\w+=,.@-]{1,6
 
 # Each argument of `Kiam` and the stack setting it is: one key of `kiam:cluster`, or a whole
 # section, a mapping spelled as in the stack file (docs/configuration.md). This table is the
-# adapter both ways: this repository's program turns its stack settings into `Kiam`'s arguments
-# with it (`arguments_of`), and `Kiam` turns the arguments back into settings (`kiam_settings`).
+# adapter both ways: `Kiam` turns its arguments into settings (`kiam_settings`), and
+# `arguments_of` gives the arguments of given settings (the tests' proof that the two agree; this
+# repository's program hands its validated settings to `Kiam.of_settings` as they are).
 KIAM_ARGUMENTS: dict[str, str] = {
     "cluster_name": "cluster.name",
     "account_id": "cluster.accountId",

@@ -71,6 +71,24 @@ def test_the_adapter_gives_back_the_same_settings(case: str) -> None:
     assert rebuilt.adoption_state == settings.adoption_state
 
 
+@pytest.mark.parametrize("case", sorted(CONFIGS))
+def test_the_programs_typed_path_composes_what_the_arguments_compose(case: str) -> None:
+    """`Kiam.of_settings` (the program's: settings validated once, from its stack file) and
+    `Kiam(name, args)` (every other program's) register the same resources, inputs and outputs."""
+    settings = settings_of(CONFIGS[case])
+
+    def exported(kiam: Kiam) -> None:
+        for output in ("applications", "server_address", "role_base_arn", "server_role_arn"):
+            pulumi.export(output, getattr(kiam, output))
+
+    args = cast(KiamArgs, arguments_of(settings))
+    args["oidc_issuer"] = ISSUER
+    typed = run_component(lambda: exported(Kiam.of_settings("kiam", settings, oidc_issuer=ISSUER)))
+    through_arguments = run_component(lambda: exported(Kiam("kiam", args)))
+    assert registered(typed) == registered(through_arguments)
+    assert typed.stack_outputs == through_arguments.stack_outputs
+
+
 def test_every_setting_is_an_argument_or_the_programs_own() -> None:
     """A new stack setting must become an argument of `Kiam` (or be declared the program's)."""
     settings = {

@@ -7,10 +7,9 @@ schema it serves is inferred from the components' type hints and docstrings, and
 
 from importlib.metadata import version
 
-from pulumi.provider.experimental import component_provider_host
-
 from kiam_eks.components.kiam import Kiam
 from kiam_eks.components.kiam_kubernetes import KiamKubernetes
+from kiam_eks.components.provider_host import StrictComponentProvider, host
 from kiam_eks.contracts.tokens import COMPONENT_PACKAGE
 
 # The components other languages can use: the whole install (it creates AWS and pulumi-tls
@@ -19,6 +18,5 @@ COMPONENTS = [Kiam, KiamKubernetes]
 DISTRIBUTION = "kiam-eks"
 
 if __name__ == "__main__":
-    component_provider_host(
-        components=COMPONENTS, name=COMPONENT_PACKAGE, version=version(DISTRIBUTION)
-    )
+    # The SDK's provider, refusing input keys its schema does not name (components/provider_host.py).
+    host(StrictComponentProvider(COMPONENTS, COMPONENT_PACKAGE, None, version(DISTRIBUTION)))

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from mypy import api as mypy_api
+from pulumi import InputPropertyError
 from pulumi.provider.experimental.component import ComponentProvider
 
 from kiam_eks import ArgumentsError, Kiam, KiamArgs
@@ -200,3 +201,39 @@ def test_mypy_catches_a_misspelt_key_in_a_python_program(tmp_path: Path) -> None
         'Extra key "min_sise" for TypedDict "NodeGroupOptions"' in line for line in errors
     ), out
     assert argument_types.NodeGroupOptions.__required_keys__ == {"subnets"}
+
+
+@pytest.mark.parametrize(
+    ("sent", "path"),
+    [
+        ({"nodeGroup": {"minSise": 3}}, "nodeGroup.minSise"),
+        ({"clusterNmae": "dev"}, "clusterNmae"),
+        ({"applications": {"billing": {"namespace": "billing", "servedby": "kiam"}}}, None),
+    ],
+)
+def test_another_languages_misspelt_key_is_refused_by_the_provider_not_dropped(
+    sent: dict[str, Any], path: str | None
+) -> None:
+    """A key the schema does not name, sent by a program no compiler checked (plain JavaScript,
+    TypeScript through `any`), stops the component provider with its path; the SDK's own
+    provider would drop it and install the default (components/provider_host.py)."""
+    settings = settings_of(CONFIGS["stack dev"])
+    provider, kiam = _provider_mapping()
+    inputs = _sent_by_another_language(settings)
+    for key, value in sent.items():
+        if isinstance(value, dict) and isinstance(inputs.get(key), dict):
+            inputs[key] = {**inputs[key], **value}
+        else:
+            inputs[key] = value
+    with pytest.raises(InputPropertyError) as refused:
+        provider.map_inputs(inputs, kiam)
+    expected = path or "applications.billing.servedby"
+    assert refused.value.reason.startswith(f"'{expected}' is not an input of 'Kiam'")
+    assert refused.value.property_path == expected
+
+
+def test_the_sdks_own_keys_are_not_refused() -> None:
+    settings = settings_of(CONFIGS["stack dev"])
+    provider, kiam = _provider_mapping()
+    inputs = {**_sent_by_another_language(settings), "__defaults": []}
+    assert "node_group" in provider.map_inputs(inputs, kiam)

@@ -22,6 +22,7 @@ from typing import Any
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case as to_camel
 
+from kiam_eks.components.provider_host import StrictComponentProvider
 from kiam_eks.contracts import tokens
 from kiam_eks.settings.public_args import (
     ARGUMENT_SETTINGS,
@@ -56,7 +57,7 @@ def component_provider() -> ComponentProvider:
     """The component provider provider/__main__.py hosts: its schema, and its mapping of what
     another language's program sends onto the components' Python arguments."""
     module = provider_module()
-    return ComponentProvider(
+    return StrictComponentProvider(
         module["COMPONENTS"],
         module["COMPONENT_PACKAGE"],
         None,

@@ -402,6 +402,35 @@ def test_a_misspelt_section_key_fails_the_languages_own_check(consumer: Consumer
         "NodeGroupOptions" in message  # tsc: not in type 'NodeGroupOptionsArgs'; mypy: TypedDict
     ), message
     _report_refusal(consumer.language, wrong, message)
+    if consumer.language == "typescript":
+        # What no compiler saw reaches the component provider, which refuses it by its path
+        # (components/provider_host.py) instead of installing the default in its place.
+        unchecked = _unchecked_typescript_preview(consumer, wrong)
+        assert unchecked.returncode != 0
+        assert f"'nodeGroup.{wrong}' is not an input of 'Kiam'" in unchecked.output, (
+            unchecked.output
+        )
+        _report_refusal("typescript through `any`", wrong, unchecked.output)
+
+
+# The same program with its arguments typed `any`, as plain JavaScript (or TypeScript through a
+# cast) sends them: no compiler sees the key, and the SDK's component provider would drop it.
+UNCHECKED_TYPESCRIPT = TYPESCRIPT_PROGRAM.replace(
+    'new kiam.Kiam("kiam", {{', 'new kiam.Kiam("kiam", <any>{{'
+)
+
+
+def _unchecked_typescript_preview(consumer: Consumer, key: str) -> Result:
+    """`pulumi preview` of the TypeScript consumer's project with only a `Kiam` whose arguments
+    are typed `any` and whose `nodeGroup` has `key`, as a stack of its own."""
+    source = consumer.stack.project_dir
+    project = source.parent / "typescript-unchecked"
+    shutil.copytree(source, project, ignore=shutil.ignore_patterns("node_modules", "*.ts"))
+    (project / "node_modules").symlink_to(source / "node_modules")
+    (project / "index.ts").write_text(UNCHECKED_TYPESCRIPT.format(key=key))
+    stack = replace(consumer.stack, stack="unchecked", project_dir=project, history=[])
+    stack.run("stack", "init", stack.stack, "--secrets-provider", "passphrase")
+    return stack.preview(check=False)
 
 
 def _report_refusal(language: str, key: str, output: str) -> None:

@@ -20,9 +20,6 @@ from pulumi.provider import main
 from pulumi.provider.experimental.analyzer import PropertyDefinition
 from pulumi.provider.experimental.component import ComponentProvider
 
-# Keys the SDKs themselves may add to what a program sends (older Node SDKs' `__defaults`).
-_SDK_KEY_PREFIX = "__"
-
 
 class StrictComponentProvider(ComponentProvider):
     """`ComponentProvider` refusing any input key its schema does not name, at any depth."""
@@ -36,11 +33,7 @@ class StrictComponentProvider(ComponentProvider):
         property_path: str,
     ) -> Any:
         if isinstance(inputs, dict):
-            unknown = sorted(
-                key
-                for key in inputs
-                if key not in properties and not key.startswith(_SDK_KEY_PREFIX)
-            )
+            unknown = sorted(set(inputs) - set(properties))
             if unknown:
                 path = f"{property_path}.{unknown[0]}" if property_path else unknown[0]
                 raise InputPropertyError(

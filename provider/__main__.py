@@ -17,6 +17,12 @@ from kiam_eks.contracts.tokens import COMPONENT_PACKAGE
 COMPONENTS = [Kiam, KiamKubernetes]
 DISTRIBUTION = "kiam-eks"
 
+
+def component_provider() -> StrictComponentProvider:
+    """The provider served: the SDK's, refusing input keys its schema does not name
+    (components/provider_host.py). tools/api_reference.py reads its schema and mapping here."""
+    return StrictComponentProvider(COMPONENTS, COMPONENT_PACKAGE, None, version(DISTRIBUTION))
+
+
 if __name__ == "__main__":
-    # The SDK's provider, refusing input keys its schema does not name (components/provider_host.py).
-    host(StrictComponentProvider(COMPONENTS, COMPONENT_PACKAGE, None, version(DISTRIBUTION)))
+    host(component_provider())

@@ -15,14 +15,12 @@ import json
 import runpy
 import sys
 from functools import cache
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case as to_camel
 
-from kiam_eks.components.provider_host import StrictComponentProvider
 from kiam_eks.contracts import tokens
 from kiam_eks.settings.public_args import (
     ARGUMENT_SETTINGS,
@@ -56,13 +54,8 @@ def provider_module() -> dict[str, Any]:
 def component_provider() -> ComponentProvider:
     """The component provider provider/__main__.py hosts: its schema, and its mapping of what
     another language's program sends onto the components' Python arguments."""
-    module = provider_module()
-    return StrictComponentProvider(
-        module["COMPONENTS"],
-        module["COMPONENT_PACKAGE"],
-        None,
-        version(module["DISTRIBUTION"]),
-    )
+    provider: ComponentProvider = provider_module()["component_provider"]()
+    return provider
 
 
 def schema() -> dict[str, Any]:

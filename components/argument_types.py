@@ -1,5 +1,5 @@
-"""`Kiam`'s named argument types: one per section of the stack settings and one for each
-application entry, with the settings' snake_case names, types and descriptions.
+"""`Kiam`'s and `KiamKubernetes`' named argument types: one per section of the stack settings
+and one for each application entry, with the settings' snake_case names, types and descriptions.
 
 Generated from the settings models by `python -m tools.argument_types --write`; do not edit
 (tests/test_argument_types.py fails when this file and the models disagree). The component
@@ -263,3 +263,12 @@ class PodIdentityAgentOptions(TypedDict):
     """Install and own the `eks-pod-identity-agent` add-on (kept on the nodes if the stack later drops it: removing it never takes the agent from running pods). Until the stack has installed it, the program checks at plan time, before changing anything, that EKS lists no such add-on on the cluster (EKS refuses to create a second) and stops with the way out if it does: import it into the stack, or leave this off. Off: the program only checks, the same way, that EKS lists the add-on on the cluster, and stops with a message if not. Default `false`."""
     addon_version: NotRequired[str]
     """The add-on version to install; only with `manageAddon: true` (refused otherwise: the program installs nothing to give it to). EKS's default for the cluster's Kubernetes version when unset."""
+
+
+class ServerNodeGroupOptions(TypedDict):
+    """The dedicated server node group made elsewhere: the nodes it keeps, and its taint."""
+
+    min_size: NotRequired[int]
+    """Minimum number of nodes. Default `3`."""
+    taint: NotRequired[TaintOptions]
+    """The dedicating taint."""

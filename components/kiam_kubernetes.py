@@ -3,10 +3,11 @@ certificates are made elsewhere (terraform-aws-eks, pulumi-eks' `ManagedNodeGrou
 another stack): the servers as a Deployment on that node group, their headless Service and
 PodDisruptionBudget, the agents on every other node, the namespaces' permitted roles.
 
-The same components as `Kiam`'s (components/server.py, agent.py, tls.py, namespace_permissions.py),
-under the same names, from arguments a Pulumi program in any language passes: every value another
-resource computes is a `pulumi.Input`; the rest are plain values whose defaults and rules are the
-stack settings' (settings/), checked before anything is registered.
+The same components as `Kiam`'s (components/kubernetes_side.py, namespace_permissions.py), under
+the same names, from arguments a Pulumi program in any language passes: what was made elsewhere
+is a `pulumi.Input` (another resource's output); the settings are `Kiam`'s arguments of the same
+names, the same named types, defaults and rules (settings/kubernetes_side.py), checked before
+anything is registered.
 """
 
 # No `from __future__ import annotations`: the component provider reads these classes'
@@ -16,6 +17,12 @@ from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
+from kiam_eks.components.argument_types import (
+    AgentOptions,
+    NamespaceOptions,
+    ServerNodeGroupOptions,
+    ServerOptions,
+)
 from kiam_eks.components.cloud import KeyPair
 from kiam_eks.components.kubernetes_side import KubernetesSideArgs, compose_kubernetes_side
 from kiam_eks.components.namespace import kiam_namespace
@@ -23,7 +30,9 @@ from kiam_eks.components.namespace_permissions import NamespacePermissions, Name
 from kiam_eks.components.tls import ProvidedCertificates, TlsArgs
 from kiam_eks.contracts import names, tokens
 from kiam_eks.settings.adoption import Adoption
-from kiam_eks.settings.public_args import KubernetesSide, checked_role_arn, kubernetes_side
+from kiam_eks.settings.kubernetes_side import KubernetesSideSettings
+from kiam_eks.settings.public_args import checked_role_arn, kubernetes_side
+from kiam_eks.settings.tls import TlsSettings
 
 
 # The docstrings below are the package schema's descriptions (the provider reads them from the
@@ -38,7 +47,7 @@ class KiamKubernetesArgs(TypedDict):
     role_base_arn: str
     """kiam's `--role-base-arn`, such as `arn:aws:iam::111122223333:role/`: what a pod's annotation naming a role (not a full ARN) is appended to."""
     region: str
-    """AWS region of the cluster: the server's regional STS endpoint."""
+    """AWS region of the cluster (`kiam:cluster.region`): kiam's regional STS endpoint and the partition of every ARN."""
     ca_certificate_pem: pulumi.Input[str]
     """kiam's CA certificate (PEM), which signed the two below; servers and agents trust only it."""
     server_certificate_pem: pulumi.Input[str]
@@ -51,26 +60,14 @@ class KiamKubernetesArgs(TypedDict):
     """The agent certificate's private key (PEM); stored only in a Secret."""
     permitted_roles: NotRequired[dict[str, list[pulumi.Input[str]]]]
     """For each application namespace, the role ARNs its pods may have kiam assume: written as the namespace's `iam.amazonaws.com/permitted` annotation (kiam refuses every other role there)."""
-    namespace: NotRequired[str]
-    """Namespace of every kiam object (`kiam:namespace.name`)."""
-    create_namespace: NotRequired[bool]
-    """Create the namespace, labelled privileged for Pod Security (`kiam:namespace.create`)."""
-    server_replicas: NotRequired[int]
-    """Number of servers, one per node of the group (`kiam:server.replicas`)."""
-    server_nodes: NotRequired[int]
-    """The nodes the servers can count on: the node group's minimum size (`kiam:nodeGroup.minSize`), at least `server_replicas` (one server per node); with more, a new server starts before an old one stops."""
-    server_image: NotRequired[str]
-    """The kiam image of the servers (`kiam:server.image`)."""
-    agent_image: NotRequired[str]
-    """The kiam image of the agents (`kiam:agent.image`)."""
-    agent_host_interface: NotRequired[str]
-    """The pods' host network interfaces, for the agent's metadata rule (`kiam:agent.hostInterface`)."""
-    node_taint_key: NotRequired[str]
-    """Key of the taint (and label) dedicating the node group (`kiam:nodeGroup.taint.key`)."""
-    node_taint_value: NotRequired[str]
-    """Value of that taint and label (`kiam:nodeGroup.taint.value`)."""
-    node_taint_effect: NotRequired[str]
-    """Effect of that taint, in EKS's spelling (`kiam:nodeGroup.taint.effect`)."""
+    node_group: NotRequired[ServerNodeGroupOptions]
+    """The dedicated node group named by `node_group_name` (`kiam:nodeGroup`): `min_size`, the nodes the servers can count on (at least `server.replicas`, one server per node; with more, a new server starts before an old one stops), and the `taint` that dedicates it."""
+    server: NotRequired[ServerOptions]
+    """The kiam-server Deployment (`kiam:server`)."""
+    agent: NotRequired[AgentOptions]
+    """The kiam-agent DaemonSet (`kiam:agent`)."""
+    namespace: NotRequired[NamespaceOptions]
+    """kiam's namespace (`kiam:namespace`)."""
     cluster_domain: NotRequired[str]
     """The cluster's DNS domain (`kiam:cluster.clusterDomain`)."""
 
@@ -93,22 +90,22 @@ class KiamKubernetes(pulumi.ComponentResource):
         self, name: str, args: KiamKubernetesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         # Checked before the component itself is registered: a mistake creates nothing.
-        side = kubernetes_side(f"KiamKubernetes {name!r}", dict(args))
+        checked = kubernetes_side(f"KiamKubernetes {name!r}", dict(args))
         super().__init__(tokens.KIAM_KUBERNETES, name, None, opts)
+        s = checked.settings
         child = pulumi.ResourceOptions(parent=self)
-        namespace = self._namespace(name, side, child)
-        domain = side.cluster_domain
-        service = side.server.service_name
-        dns_names = names.service_dns_names(service, side.namespace.name, domain)
-        address = names.agent_server_address(
-            service, side.namespace.name, domain, side.server.grpc_port
-        )
+        namespace = self._namespace(name, s, child)
+        domain = s.cluster.cluster_domain
+        service = s.server.service_name
+        dns_names = names.service_dns_names(service, s.namespace.name, domain)
+        address = names.agent_server_address(service, s.namespace.name, domain, s.server.grpc_port)
         parts = compose_kubernetes_side(
             name,
             KubernetesSideArgs(
                 namespace=namespace,
                 tls=TlsArgs(
-                    settings=side.tls,
+                    # Lifetimes are for certificates issued here; these are given.
+                    settings=TlsSettings(),
                     namespace=namespace,
                     server_dns_names=dns_names,
                     authority=None,
@@ -124,14 +121,14 @@ class KiamKubernetes(pulumi.ComponentResource):
                         ),
                     ),
                 ),
-                server=side.server,
-                agent=side.agent,
-                region=side.region,
+                server=s.server,
+                agent=s.agent,
+                region=s.cluster.region,
                 node_group_name=args["node_group_name"],
-                node_taint=side.taint,
-                spare_nodes=side.server_nodes - side.server.replicas,
+                node_taint=s.node_group.taint,
+                spare_nodes=s.node_group.min_size - s.server.replicas,
                 server_role_arn=_checked_once_known(args["server_role_arn"], "server_role_arn"),
-                role_base_arn=side.role_base_arn,
+                role_base_arn=checked.role_base_arn,
                 server_address=address,
                 adoption=Adoption.of(None),
             ),
@@ -166,11 +163,11 @@ class KiamKubernetes(pulumi.ComponentResource):
 
     @staticmethod
     def _namespace(
-        name: str, side: KubernetesSide, child: pulumi.ResourceOptions
+        name: str, s: KubernetesSideSettings, child: pulumi.ResourceOptions
     ) -> pulumi.Input[str]:
-        if not side.namespace.create:
-            return side.namespace.name
-        return kiam_namespace(f"{name}-namespace", side.namespace.name, child)
+        if not s.namespace.create:
+            return s.namespace.name
+        return kiam_namespace(f"{name}-namespace", s.namespace.name, child)
 
 
 def _checked_once_known(arn: pulumi.Input[str], argument: str) -> pulumi.Input[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Annotated, Any, Literal
 
@@ -177,3 +178,9 @@ LogLevel = Literal["debug", "info", "warn", "error"]
 
 ExtraArg = Annotated[str, matching(r"--[a-z][a-z0-9-]*(=.*)?", "a flag in --name=value form")]
 """One extra command-line flag in `--name=value` form."""
+
+
+def same_setting(model: type[BaseModel], field: str) -> Any:
+    """The field `field` of `model`, for another model that holds the same setting: its type's
+    rules, default and description defined once (settings/kubernetes_side.py)."""
+    return copy.deepcopy(model.model_fields[field])

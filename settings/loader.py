@@ -233,16 +233,21 @@ def _placeholder_secrets(value: Any) -> Any:
     return value
 
 
-def describe(error: Any, key_path: Callable[[tuple[Any, ...]], str] | None = None) -> str:
+def describe(
+    error: Any,
+    key_path: Callable[[tuple[Any, ...]], str] | None = None,
+    root: type[BaseModel] | None = None,
+) -> str:
     """One validation error as a problem line: where (`kiam:nodeGroup.subnets[0].id`, or what
-    `key_path` makes of the location) and what is allowed."""
+    `key_path` makes of the location) and what is allowed (the keys of `root`, by default the
+    stack settings, at that place)."""
     loc = tuple(error["loc"])
     path = (key_path or _key_path)(loc)
     kind = error["type"]
     if kind == "missing":
         return f"{path}: is required"
     if kind == "extra_forbidden":
-        allowed = ", ".join(_allowed_keys(loc[:-1]))
+        allowed = ", ".join(_allowed_keys(loc[:-1], root or StackSettings))
         return f"{path}: is not a known setting (allowed here: {allowed})"
     message = str(error["msg"]).removeprefix("Value error, ")
     if kind.startswith(
@@ -265,8 +270,8 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return text
 
 
-def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
-    model: type[BaseModel] | None = StackSettings
+def _allowed_keys(loc: tuple[Any, ...], root: type[BaseModel]) -> list[str]:
+    model: type[BaseModel] | None = root
     for part in loc:
         if model is None or isinstance(part, int):
             continue

@@ -1,13 +1,14 @@
 """The arguments of the public components, judged by the stack settings' own rules: each argument
-is one stack setting (`ARGUMENT_SETTINGS` for `KiamKubernetes`, `KIAM_ARGUMENTS` for `Kiam`), so
-its default, what it allows and the message that refuses it are that setting's, named by the
-argument instead of the stack file's key path.
+is one stack setting (`KIAM_ARGUMENTS`; `KiamKubernetes` takes the part of them its Kubernetes
+side reads, `KUBERNETES_SIDE_ARGUMENTS`, under the same names), so its default, what it allows
+and the message that refuses it are that setting's, named by the argument instead of the stack
+file's key path.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -15,30 +16,10 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
-from kiam_eks.settings.agent import AgentSettings
 from kiam_eks.settings.base import model_class
+from kiam_eks.settings.kubernetes_side import KubernetesSideSettings
 from kiam_eks.settings.loader import describe, problems_message
-from kiam_eks.settings.node_group import TaintSettings
-from kiam_eks.settings.server import ServerSettings, too_few_nodes
-from kiam_eks.settings.stack import INITIAL_NAMESPACES, NamespaceSettings, StackSettings
-from kiam_eks.settings.tls import TlsSettings
-
-# Each plain argument of `KiamKubernetes` and the stack setting (its key path under `kiam:`)
-# whose type, rule and default it has.
-ARGUMENT_SETTINGS: dict[str, str] = {
-    "region": "cluster.region",
-    "namespace": "namespace.name",
-    "create_namespace": "namespace.create",
-    "server_replicas": "server.replicas",
-    "server_nodes": "nodeGroup.minSize",
-    "server_image": "server.image",
-    "agent_image": "agent.image",
-    "agent_host_interface": "agent.hostInterface",
-    "node_taint_key": "nodeGroup.taint.key",
-    "node_taint_value": "nodeGroup.taint.value",
-    "node_taint_effect": "nodeGroup.taint.effect",
-    "cluster_domain": "cluster.clusterDomain",
-}
+from kiam_eks.settings.stack import StackSettings
 
 # kiam appends a pod's annotation to `--role-base-arn` as plain text (contracts/kiam.py
 # `resolve`), so the base must be a role ARN prefix ending in `/`: `arn:<partition>:iam::
@@ -79,6 +60,29 @@ PROGRAM_SETTINGS = ("kubeconfig", "cluster.kubernetesAuth", "applicationsFile")
 # The arguments of `Kiam` that are no setting: another resource's outputs, used as they are
 # (`subnet_ids` stands for `node_group.subnets`, whose ids it gives).
 KIAM_INPUTS = ("oidc_issuer", "subnet_ids")
+# The arguments of `KiamKubernetes` that are settings: `Kiam`'s arguments of the same names, the
+# settings kiam's Kubernetes side reads (`KubernetesSideSettings`; its `node_group` holds only
+# `minSize` and `taint`, as the group is made elsewhere).
+KUBERNETES_SIDE_ARGUMENTS = (
+    "region",
+    "cluster_domain",
+    "node_group",
+    "server",
+    "agent",
+    "namespace",
+)
+# Its other arguments: what was made elsewhere, checked here by their own rules.
+KUBERNETES_SIDE_INPUTS = (
+    "node_group_name",
+    "server_role_arn",
+    "role_base_arn",
+    "ca_certificate_pem",
+    "server_certificate_pem",
+    "server_private_key_pem",
+    "agent_certificate_pem",
+    "agent_private_key_pem",
+    "permitted_roles",
+)
 # What the settings hold for a cluster name, or subnet ids, given as another resource's outputs:
 # values the settings' rules accept, read by nothing (the cloud side uses the outputs, checked
 # once known: `checked_cluster_name`, `checked_subnet_ids`); tests/test_kiam_args.py proves no
@@ -93,23 +97,10 @@ def kiam_settings(source: str, args: Mapping[str, Any]) -> StackSettings:
     """`Kiam`'s arguments as the stack settings they are, every problem named at once by the
     argument; raises `ArgumentsError`. A cluster name that is not a string (another resource's
     output) stands as `CLUSTER_NAME_FROM_OUTPUT`."""
-    allowed = sorted((*KIAM_ARGUMENTS, *KIAM_INPUTS))
-    problems = [
-        f"{argument}: is not an argument of Kiam (allowed: {', '.join(allowed)})"
-        for argument in sorted(set(args) - set(allowed))
-    ]
-    values: dict[str, Any] = {"cluster": {}}
-    for argument, key_path in KIAM_ARGUMENTS.items():
-        value = args.get(argument)
-        if value is None:
-            continue
-        if argument == "cluster_name" and not isinstance(value, str):
-            value = CLUSTER_NAME_FROM_OUTPUT
-        section, _, key = key_path.partition(".")
-        if key:
-            values[section][key] = value
-        else:
-            values[section] = value
+    problems = _unknown_arguments("Kiam", args, (*KIAM_ARGUMENTS, *KIAM_INPUTS))
+    values = _settings_values(args, KIAM_ARGUMENTS)
+    if not isinstance(values["cluster"].get("name", ""), str):
+        values["cluster"]["name"] = CLUSTER_NAME_FROM_OUTPUT
     subnet_ids = args.get("subnet_ids")
     if subnet_ids is not None:
         node_group = values.get("nodeGroup")
@@ -126,6 +117,29 @@ def kiam_settings(source: str, args: Mapping[str, Any]) -> StackSettings:
     if problems:
         raise ArgumentsError(source, problems)
     return settings
+
+
+def _unknown_arguments(component: str, args: Mapping[str, Any], known: Sequence[str]) -> list[str]:
+    allowed = sorted(known)
+    return [
+        f"{argument}: is not an argument of {component} (allowed: {', '.join(allowed)})"
+        for argument in sorted(set(args) - set(allowed))
+    ]
+
+
+def _settings_values(args: Mapping[str, Any], arguments: Iterable[str]) -> dict[str, Any]:
+    """The given `arguments` as the stack file would hold them (each under its key path)."""
+    values: dict[str, Any] = {"cluster": {}}
+    for argument in arguments:
+        value = args.get(argument)
+        if value is None:
+            continue
+        section, _, key = KIAM_ARGUMENTS[argument].partition(".")
+        if key:
+            values[section][key] = value
+        else:
+            values[section] = value
+    return values
 
 
 def arguments_of(settings: StackSettings) -> dict[str, Any]:
@@ -217,18 +231,11 @@ def argument_name(python_name: str) -> str:
 
 @dataclass(frozen=True)
 class KubernetesSide:
-    """The validated plain arguments of `KiamKubernetes`, as the settings models the components
-    take."""
+    """The validated plain arguments of `KiamKubernetes`."""
 
-    region: str
-    cluster_domain: str
+    settings: KubernetesSideSettings
+    """Its settings, as the stack settings hold them."""
     role_base_arn: str
-    namespace: NamespaceSettings
-    server: ServerSettings
-    agent: AgentSettings
-    taint: TaintSettings
-    server_nodes: int
-    tls: TlsSettings
 
 
 class ArgumentsError(ValueError):
@@ -256,20 +263,20 @@ def _check(key_path: str, value: Any) -> tuple[Any, str | None]:
 
 
 def kubernetes_side(source: str, args: Mapping[str, Any]) -> KubernetesSide:
-    """Every plain argument checked, every problem named at once; raises `ArgumentsError`."""
-    problems: list[str] = []
-    values: dict[str, Any] = {}
-    for argument, key_path in ARGUMENT_SETTINGS.items():
-        value = args.get(argument)
-        if value is None:
-            if setting_field(key_path).is_required():
-                problems.append(f"{argument_name(argument)}: is required")
-            else:
-                values[argument] = setting_default(key_path)
-            continue
-        values[argument], problem = _check(key_path, value)
-        if problem is not None:
-            problems.append(f"{argument_name(argument)}: {problem}")
+    """Every plain argument of `KiamKubernetes` checked, every problem named at once; raises
+    `ArgumentsError`."""
+    problems = _unknown_arguments(
+        "KiamKubernetes", args, (*KUBERNETES_SIDE_ARGUMENTS, *KUBERNETES_SIDE_INPUTS)
+    )
+    settings = None
+    try:
+        settings = KubernetesSideSettings.model_validate(
+            _settings_values(args, KUBERNETES_SIDE_ARGUMENTS)
+        )
+    except ValidationError as error:
+        problems += [
+            _in_argument_terms(describe(e, root=KubernetesSideSettings)) for e in error.errors()
+        ]
     base = args.get("role_base_arn")
     if not isinstance(base, str) or not ROLE_BASE_ARN.fullmatch(base):
         problems.append(
@@ -288,38 +295,9 @@ def kubernetes_side(source: str, args: Mapping[str, Any]) -> KubernetesSide:
     # Another resource's output is checked once known (`checked_role_arn`); a string now.
     if isinstance(role, str) and (problem := role_arn_problem(role)) is not None:
         problems.append(f"{argument_name('server_role_arn')}: {problem}")
-    if not problems and values["create_namespace"] and values["namespace"] in INITIAL_NAMESPACES:
-        problems.append(
-            f"{argument_name('create_namespace')}: must be false for namespace "
-            f"{values['namespace']!r}: every cluster has it, so creating it would fail with "
-            "AlreadyExists"
-        )
-    if not problems and (
-        pending := too_few_nodes(
-            (argument_name("server_nodes"), values["server_nodes"]),
-            (argument_name("server_replicas"), values["server_replicas"]),
-        )
-    ):
-        problems.append(pending)
-    if problems:
+    if problems or settings is None:
         raise ArgumentsError(source, problems)
-    return KubernetesSide(
-        region=values["region"],
-        cluster_domain=values["cluster_domain"],
-        role_base_arn=str(base),
-        namespace=NamespaceSettings(name=values["namespace"], create=values["create_namespace"]),
-        server=ServerSettings(replicas=values["server_replicas"], image=values["server_image"]),
-        agent=AgentSettings(
-            image=values["agent_image"], host_interface=values["agent_host_interface"]
-        ),
-        taint=TaintSettings(
-            key=values["node_taint_key"],
-            value=values["node_taint_value"],
-            effect=values["node_taint_effect"],
-        ),
-        server_nodes=values["server_nodes"],
-        tls=TlsSettings(),
-    )
+    return KubernetesSide(settings=settings, role_base_arn=str(base))
 
 
 def role_arn_problem(value: str) -> str | None:

@@ -148,18 +148,3 @@ class ServerSettings(Model):
             refused=SERVER_REFUSED_FLAGS,
         )
         return self
-
-
-def too_few_nodes(nodes: tuple[str, int], replicas: tuple[str, int]) -> str | None:
-    """Why the servers cannot all run on the nodes the group keeps, or None: hard anti-affinity
-    puts one server per node (components/server.py), so with fewer nodes than servers the extra
-    ones stay Pending. Each side is the name its caller knows the number by, and the number:
-    `Kiam`'s stack setting `kiam:nodeGroup.minSize`, `KiamKubernetes`' `server_nodes`."""
-    (nodes_name, node_count), (replicas_name, replica_count) = nodes, replicas
-    if node_count >= replica_count:
-        return None
-    return (
-        f"{nodes_name} must be at least {replicas_name} (got {node_count} nodes for "
-        f"{replica_count} servers): hard anti-affinity puts one server per node, so the extra "
-        "servers would stay Pending"
-    )

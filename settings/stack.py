@@ -18,29 +18,18 @@ from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.base import DnsLabel, Model
 from kiam_eks.settings.cluster import ClusterSettings
 from kiam_eks.settings.iam import IamSettings
+from kiam_eks.settings.kubernetes_side import (
+    NamespaceSettings,
+    agents_tolerate_server_taint,
+    creates_an_initial_namespace,
+    server_name_too_long,
+    too_few_nodes,
+)
 from kiam_eks.settings.monitoring import MonitoringSettings
 from kiam_eks.settings.node_group import NodeGroupSettings
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
-from kiam_eks.settings.server import ServerSettings, too_few_nodes
+from kiam_eks.settings.server import ServerSettings
 from kiam_eks.settings.tls import TlsSettings
-
-# Namespaces every cluster has (Kubernetes docs, "Namespaces: Initial namespaces"): creating one
-# fails with AlreadyExists.
-INITIAL_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
-# A DNS name has at most 253 characters (RFC 1035); agents dial the server by one.
-MAX_DNS_NAME = 253
-
-
-class NamespaceSettings(Model):
-    """`kiam:namespace`: where the kiam objects live."""
-
-    name: DnsLabel = Field(default="kiam", description="Namespace of every kiam object.")
-    create: bool = Field(
-        default=True,
-        description="Create the namespace (labelled privileged for Pod Security: the agent needs "
-        "host networking and NET_ADMIN). Set false to use an existing one, e.g. kube-system "
-        "(which, like default, kube-public and kube-node-lease, always exists).",
-    )
 
 
 class StackSettings(Model):
@@ -134,29 +123,20 @@ class StackSettings(Model):
     @model_validator(mode="after")
     def _check(self) -> StackSettings:
         self._adoption_state = Adoption.of(self.adoption)
-        pending = too_few_nodes(
-            ("kiam:nodeGroup.minSize", self.node_group.min_size),
-            ("kiam:server.replicas", self.server.replicas),
-        )
-        if pending is not None:
-            raise ValueError(pending)
-        taint = self.node_group.taint
-        for index, toleration in enumerate(self.agent.tolerations):
-            if toleration.tolerates(taint.key, taint.value, taint.kubernetes_effect):
-                raise ValueError(
-                    f"kiam:agent.tolerations[{index}] tolerates the server taint "
-                    f"{taint.key}={taint.value}:{taint.kubernetes_effect}: agents must never run on "
-                    "server nodes (they would expose the nodes' credentials)"
-                )
+        # The rules across the sections the Kubernetes side reads, which `KiamKubernetes`
+        # holds too (settings/kubernetes_side.py).
+        for problem in (
+            too_few_nodes(self.node_group.min_size, self.server.replicas),
+            agents_tolerate_server_taint(self.agent, self.node_group.taint),
+        ):
+            if problem is not None:
+                raise ValueError(problem)
         self._check_zones()
-        domain = self.cluster.cluster_domain
-        address = f"{self.server.service_name}.{self.namespace.name}.svc.{domain}"
-        if len(address) > MAX_DNS_NAME:
-            raise ValueError(
-                f"kiam:cluster.clusterDomain {domain!r} makes the name agents dial, "
-                "<kiam:server.serviceName>.<kiam:namespace.name>.svc.<clusterDomain>, "
-                f"{len(address)} characters: DNS allows {MAX_DNS_NAME}"
-            )
+        problem = server_name_too_long(
+            self.server, self.namespace.name, self.cluster.cluster_domain
+        )
+        if problem is not None:
+            raise ValueError(problem)
         self._check_applications()
         self._check_existing_permitted()
         # IAM's quotas, at plan time: PutRolePolicy would refuse it half way through `up`.
@@ -181,11 +161,9 @@ class StackSettings(Model):
                 "servers the running install's agents and Service are in charge, which this "
                 "stack's ServiceMonitors and alerts would not see"
             )
-        if self.namespace.create and self.namespace.name in INITIAL_NAMESPACES:
-            raise ValueError(
-                f"kiam:namespace.create must be false for {self.namespace.name!r}: every cluster "
-                "has it, so creating it would fail with AlreadyExists"
-            )
+        problem = creates_an_initial_namespace(self.namespace)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def _check_zones(self) -> None:

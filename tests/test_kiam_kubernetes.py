@@ -195,37 +195,53 @@ def test_an_output_for_the_server_role_is_checked_once_known() -> None:
         run(server_role_arn=pulumi.Output.from_input("kiam-server"))
 
 
+# A cluster domain of 233 characters: the name agents dial, `kiam-server.kiam.svc.<domain>`, is 254.
+LONG_DOMAIN = ".".join(["a" * 60] * 3 + ["b" * 50])
+
+
 @pytest.mark.parametrize(
     ("changes", "problems"),
     [
         (
-            {"server_replicas": 1},
+            {"server": {"replicas": 1}},
+            ["server.replicas: Input should be greater than or equal to 2 (got 1)"],
+        ),
+        (
+            # The same rule, and the same words, as the stack file's (settings/kubernetes_side.py).
+            {"server": {"replicas": 4}},
             [
-                "server_replicas (serverReplicas): Input should be greater than or equal to 2 "
-                "(got 1; as kiam:server.replicas)"
+                "node_group.minSize must be at least server.replicas (got 3 nodes for 4 servers): "
+                "hard anti-affinity puts one server per node, so the extra servers would stay "
+                "Pending"
             ],
         ),
         (
-            {"server_replicas": 4},
+            {"region": "mars-1", "namespace": {"name": "Kiam"}},
             [
-                "server_nodes (serverNodes) must be at least server_replicas (serverReplicas) "
-                "(got 3 nodes for 4 servers): hard anti-affinity puts one server per node, so the "
-                "extra servers would stay Pending"
+                "region: 'mars-1' is not an AWS region such as eu-west-1",
+                "namespace.name: 'Kiam' is not a DNS-1123 label (a-z, 0-9, -; 63 at most)",
             ],
         ),
         (
-            {"region": "mars-1", "namespace": "Kiam"},
+            {"namespace": {"name": "kube-system"}},
             [
-                "region: 'mars-1' is not an AWS region such as eu-west-1 (as kiam:cluster.region)",
-                "namespace: 'Kiam' is not a DNS-1123 label (a-z, 0-9, -; 63 at most) "
-                "(as kiam:namespace.name)",
+                "namespace.create must be false for 'kube-system': every cluster has it, so "
+                "creating it would fail with AlreadyExists"
             ],
         ),
         (
-            {"namespace": "kube-system"},
+            {"agent": {"tolerations": [{"operator": "Exists"}]}},
             [
-                "create_namespace (createNamespace): must be false for namespace 'kube-system': "
-                "every cluster has it, so creating it would fail with AlreadyExists"
+                "agent.tolerations[0] tolerates the server taint dedicated=kiam-server:NoSchedule: "
+                "agents must never run on server nodes (they would expose the nodes' credentials)"
+            ],
+        ),
+        (
+            {"cluster_domain": LONG_DOMAIN},
+            [
+                f"cluster_domain {LONG_DOMAIN!r} makes the name agents dial, "
+                "<server.serviceName>.<namespace.name>.svc.<clusterDomain>, 254 characters: DNS "
+                "allows 253"
             ],
         ),
         (
@@ -247,10 +263,26 @@ def test_an_output_for_the_server_role_is_checked_once_known() -> None:
             ],
         ),
         (
-            {"node_taint_effect": "NoSchedule"},
+            {"node_group": {"taint": {"effect": "NoSchedule"}}},
             [
-                "node_taint_effect (nodeTaintEffect): Input should be 'NO_SCHEDULE' or "
-                "'NO_EXECUTE' (got 'NoSchedule'; as kiam:nodeGroup.taint.effect)"
+                "node_group.taint.effect: Input should be 'NO_SCHEDULE' or 'NO_EXECUTE' "
+                '(got "NoSchedule")'
+            ],
+        ),
+        (
+            # The group is made elsewhere: of `Kiam`'s node group settings, only these two.
+            {"node_group": {"min_size": 3, "subnets": []}},
+            ["node_group.subnets: is not a known setting (allowed here: minSize, taint)"],
+        ),
+        (
+            # An argument of version 0.1.0: named, with what is allowed now.
+            {"server_replicas": 2},
+            [
+                "server_replicas: is not an argument of KiamKubernetes (allowed: agent, "
+                "agent_certificate_pem, agent_private_key_pem, ca_certificate_pem, "
+                "cluster_domain, namespace, node_group, node_group_name, permitted_roles, "
+                "region, role_base_arn, server, server_certificate_pem, "
+                "server_private_key_pem, server_role_arn)"
             ],
         ),
     ],
@@ -276,7 +308,7 @@ def test_a_missing_region_is_named() -> None:
 
 def test_numbers_from_the_engine_are_read_as_the_settings_read_them() -> None:
     """Other languages' numbers reach the provider as floats (protobuf's Struct): 3.0 is 3."""
-    recording = run(server_replicas=3.0, server_nodes=4.0)
+    recording = run(server={"replicas": 3.0}, node_group={"min_size": 4.0})
     spec = recording.one(DEPLOYMENT).inputs["spec"]
     assert spec["replicas"] == 3
     # A spare node: a new server starts before an old one stops (components/server.py).

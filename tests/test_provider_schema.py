@@ -14,7 +14,7 @@ import yaml
 from kiam_eks.components.kiam import Kiam, KiamArgs
 from kiam_eks.components.kiam_kubernetes import KiamKubernetes, KiamKubernetesArgs
 from kiam_eks.contracts import tokens
-from kiam_eks.settings.public_args import ARGUMENT_SETTINGS, KIAM_ARGUMENTS
+from kiam_eks.settings.public_args import KIAM_ARGUMENTS, KUBERNETES_SIDE_ARGUMENTS
 from tools import api_reference
 
 
@@ -103,13 +103,17 @@ def _field_docstrings(cls: type) -> dict[str, str]:
     return found
 
 
-def test_each_plain_argument_names_the_setting_whose_rule_and_default_it_has() -> None:
+def test_each_setting_of_kiam_kubernetes_is_kiams_argument_of_that_name() -> None:
     docstrings = _field_docstrings(KiamKubernetesArgs)
     assert set(docstrings) == set(KiamKubernetesArgs.__annotations__)
-    for argument, key_path in ARGUMENT_SETTINGS.items():
-        if argument == "region":
-            continue  # required: no default to name
-        assert f"(`kiam:{key_path}`" in docstrings[argument], argument
+    kiam = _field_docstrings(KiamArgs)
+    for argument in KUBERNETES_SIDE_ARGUMENTS:
+        assert f"(`kiam:{KIAM_ARGUMENTS[argument]}`" in docstrings[argument], argument
+        if argument != "node_group":  # Kiam's makes the group; this one names one made elsewhere
+            assert (
+                KiamKubernetesArgs.__annotations__[argument] == KiamArgs.__annotations__[argument]
+            ), argument
+            assert docstrings[argument] == kiam[argument], argument
     outputs = _field_docstrings(KiamKubernetes)
     assert set(outputs) == {api_reference.snake(name) for name in PUBLIC[tokens.KIAM_KUBERNETES][1]}
 

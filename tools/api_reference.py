@@ -23,7 +23,6 @@ from pulumi.provider.experimental.util import camel_case as to_camel
 
 from kiam_eks.contracts import tokens
 from kiam_eks.settings.public_args import (
-    ARGUMENT_SETTINGS,
     KIAM_ARGUMENTS,
     setting_default,
     setting_field,
@@ -101,8 +100,8 @@ def _cell(text: str) -> str:
 def _default(token: str, python_name: str) -> str:
     """The default of the setting the argument is; a whole section's is in
     docs/configuration.md, which its description names."""
-    settings = KIAM_ARGUMENTS if token == tokens.KIAM else ARGUMENT_SETTINGS
-    key_path = settings.get(python_name)
+    # `KiamKubernetes`' settings are `Kiam`'s arguments of the same names.
+    key_path = KIAM_ARGUMENTS.get(python_name)
     if key_path is None or setting_field(key_path).is_required():
         return ""
     default = setting_default(key_path)

@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from kiam_eks.settings.base import model_class
+from kiam_eks.settings.kubernetes_side import KubernetesSideSettings
 from kiam_eks.settings.public_args import KIAM_ARGUMENTS
 from kiam_eks.settings.stack import StackSettings
 from tools.api_reference import camel
@@ -42,9 +43,10 @@ SUFFIX_FROM, SUFFIX_TO = "Settings", "Options"
 # Names the rule above would make confusing: `ResourceOptions` is every Pulumi SDK's options of a
 # resource.
 RENAMED = {"ResourceSettings": "ContainerResourceOptions"}
+KUBERNETES_SIDE_NODE_GROUP = KubernetesSideSettings.model_fields["node_group"].annotation
 
-HEADER = '''"""`Kiam`'s named argument types: one per section of the stack settings and one for each
-application entry, with the settings' snake_case names, types and descriptions.
+HEADER = '''"""`Kiam`'s and `KiamKubernetes`' named argument types: one per section of the stack settings
+and one for each application entry, with the settings' snake_case names, types and descriptions.
 
 Generated from the settings models by `python -m tools.argument_types --write`; do not edit
 (tests/test_argument_types.py fails when this file and the models disagree). The component
@@ -181,6 +183,8 @@ def render() -> str:
     writer = _Writer()
     for annotation in section_models().values():
         writer.annotation(annotation)
+    # `KiamKubernetes`' other sections are `Kiam`'s; its node group, made elsewhere, is its own.
+    writer.annotation(KUBERNETES_SIDE_NODE_GROUP)
     body = "\n\n\n".join(writer.classes.values())
     uses_any = "Any" in body.replace("Any,", "")
     header = HEADER if uses_any else HEADER.replace("Any, ", "")

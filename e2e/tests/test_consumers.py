@@ -294,7 +294,9 @@ def test_the_package_reaches_the_program_as_the_readme_says(consumer: Consumer) 
         package = json.loads((project / "package.json").read_text())
         assert package["dependencies"]["@pulumi/kiam"] == "file:sdks/kiam"
         sdk = json.loads((project / "sdks" / "kiam" / "package.json").read_text())
-        assert sdk["pulumi"] == {"resource": True, "name": "kiam", "version": "0.1.0"}
+        # The version the committed schema names, which the package's own version writes.
+        served = json.loads((REPO / "provider" / "schema.json").read_text())["version"]
+        assert sdk["pulumi"] == {"resource": True, "name": "kiam", "version": served}
     else:
         # The package pip installed, not this checkout, and nothing of it but `kiam_eks` at the
         # top of site-packages.

@@ -19,8 +19,8 @@ installed = KiamKubernetes(
         "server_private_key_pem": config.require_secret("serverKey"),
         "agent_certificate_pem": config.require("agentCertificate"),
         "agent_private_key_pem": config.require_secret("agentKey"),
-        "server_replicas": 2,
-        "server_nodes": 2,
+        "server": {"replicas": 2},
+        "node_group": {"min_size": 2},
     },
 )
 

@@ -15,8 +15,8 @@ const installed = new kiam.KiamKubernetes("kiam", {
     serverPrivateKeyPem: config.requireSecret("serverKey"),
     agentCertificatePem: config.require("agentCertificate"),
     agentPrivateKeyPem: config.requireSecret("agentKey"),
-    serverReplicas: 2,
-    serverNodes: 2,
+    server: { replicas: 2 },
+    nodeGroup: { minSize: 2 },
 });
 
 export const serverAddress = installed.serverAddress;

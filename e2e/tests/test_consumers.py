@@ -9,7 +9,9 @@ as long as that `pulumi package add`. The engine serves both public components' 
 example installs kiam's Kubernetes side (`KiamKubernetes`: no AWS or TLS resource, which this
 machine cannot run, unlike `Kiam`) to Ready servers on the dedicated nodes and
 Ready agents everywhere else, agents only after the servers; a second `up` changes nothing; a
-destroy removes it before the next language installs."""
+destroy removes it before the next language installs. The Python example is first installed as
+version 0.1.0 wrote it, with that version, then upgraded to today's package and example: nothing
+changes."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from e2e.harness.consumer import (
 )
 from e2e.harness.environment import Environment
 from e2e.harness.git_server import GitSource, serve_git
+from e2e.harness.history import checkout_of
 from e2e.harness.kube import is_ready
 from e2e.harness.pulumi import PulumiStack, Result, read_event_log
 from e2e.harness.shape import shape_of
@@ -56,6 +59,9 @@ PYTHON_DEPENDENCIES = ("pulumi", "pulumi-kubernetes", "pydantic", "PyYAML", "pro
 # Where the YAML example's package comes from: OWNER/NAME.git on the test's git server, the
 # provider folder in it, the tag.
 GIT_OWNER, GIT_NAME, GIT_SUBDIR = "kiam-eks", "kiam-eks", "provider"
+# The last commit of main whose `KiamKubernetes` took flat arguments (version 0.1.0), before they
+# became `Kiam`'s sections.
+FLAT_ARGUMENTS = "8e1943a9b4c8cc011b24cc973b2b4f5cb00b3d37"
 
 
 @dataclass
@@ -100,8 +106,8 @@ def _timed(what: str, command: list[str], cwd: Path) -> None:
     REPORT.append(f"consumers: {what} in {time.monotonic() - started:.1f} s")
 
 
-def _python_environment(project: Path, checkout: Path) -> Path:
-    """A fresh virtualenv with the package installed from the checkout by pip (not editable)."""
+def _python_environment(project: Path) -> Path:
+    """A fresh virtualenv with the package's dependencies."""
     venv = project / "venv"
     subprocess.run(["python3", "-m", "venv", str(venv)], check=True, capture_output=True)
     pins = [
@@ -109,10 +115,37 @@ def _python_environment(project: Path, checkout: Path) -> Path:
         for line in (REPO / "e2e" / "requirements.txt").read_text().splitlines()
         if line.split("=")[0].split(">")[0] in PYTHON_DEPENDENCIES
     ]
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    _timed("the Python example's dependencies installed", [*pip, *pins], project)
-    _timed("kiam-eks installed by pip", [*pip, "--no-deps", str(checkout)], project)
+    _timed("the Python example's dependencies installed", [*_pip(venv), *pins], project)
     return venv
+
+
+def _pip(venv: Path) -> list[str]:
+    return [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+
+
+def _upgrade_from_flat_arguments(stack: PulumiStack, venv: Path, checkout: Path) -> None:
+    """The Python example as version 0.1.0 wrote it (`KiamKubernetes`' flat arguments),
+    installed with that version by pip; then the package of `checkout` installed over it by pip
+    and today's example (the same settings in sections): the preview and the `up` change
+    nothing, and every URN is the one 0.1.0 made. Destroyed after, so that the install the
+    other tests read is made by today's package from the start."""
+    project = stack.project_dir
+    before = checkout_of(FLAT_ARGUMENTS, project.parent / "python-0.1.0")
+    _timed("kiam-eks 0.1.0 installed by pip", [*_pip(venv), "--no-deps", str(before)], project)
+    today = (project / "__main__.py").read_text()
+    (project / "__main__.py").write_text((before / "examples/python/__main__.py").read_text())
+    stack.up()
+    installed = sorted(r["urn"] for r in stack.resources())
+    _timed("kiam-eks upgraded by pip", [*_pip(venv), "--no-deps", str(checkout)], project)
+    (project / "__main__.py").write_text(today)
+    stack.preview("--expect-no-changes", "--diff")
+    upgraded = stack.up("--expect-no-changes")
+    assert sorted(r["urn"] for r in stack.resources()) == installed
+    REPORT.append(
+        f"consumers: python example upgraded from 0.1.0, {len(installed)} resources, no change, "
+        f"in {upgraded.seconds:.1f} s"
+    )
+    stack.destroy()
 
 
 def _add_from_git(stack: PulumiStack, root: Path) -> GitSource:
@@ -137,7 +170,7 @@ def consumer(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Consu
     shutil.copytree(cluster.checkout / "examples" / language, project)
     extra_env: dict[str, str] = {}
     if language == "python":
-        venv = _python_environment(project, cluster.checkout)
+        venv = _python_environment(project)
         # The program runs with the first python3 on PATH (the sdk v3.68 host): the example's.
         extra_env["PATH"] = os.pathsep.join(
             [str(venv / "bin"), str(env.bin_dir), os.environ.get("PATH", "")]
@@ -167,6 +200,9 @@ def consumer(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Consu
         stack.set_config(key, value)
     for key, value in cluster.values.secrets.items():
         stack.set_config(key, value, secret=True)
+    if language == "python":
+        # Which installs the checkout's package, as the README says (`pip install <clone>`).
+        _upgrade_from_flat_arguments(stack, venv, cluster.checkout)
     log = env.root / f"{language}-up.events.jsonl"
     up = stack.up(event_log=log)
     REPORT.append(f"consumers: {language} example installed in {up.seconds:.1f} s")

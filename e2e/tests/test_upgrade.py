@@ -8,17 +8,15 @@ time, where they rolled one), updated in place with no agent restarted. The mock
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 from e2e.harness.environment import Environment
+from e2e.harness.history import checkout_of
 from e2e.harness.pulumi import PROGRAM_DIR, type_and_name
-from e2e.harness.toolchain import REPO
 from e2e.tests.conftest import deploy, example_config
 
 # The last commit of main before the package (its e2e program imports `components`, `program`...
@@ -28,22 +26,6 @@ BEFORE_PACKAGE = "8075fbc65cb9799cc2c7de9a16a3aca3383c13a2"
 # stack settings directly). Its e2e program imports `kiam_eks`, so that checkout's package is
 # installed into a folder of its own and put first on the program's PYTHONPATH.
 BEFORE_PUBLIC_KIAM = "76cbdfe122d5b67dfc70beac127c0da3fcaca62e"
-
-
-def checkout_of(commit: str, into: Path) -> Path:
-    """The files of `commit` (git archive), unpacked into `into`."""
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", commit],
-        cwd=REPO,
-        capture_output=True,
-        check=False,
-    )
-    assert archive.returncode == 0, (
-        f"this test needs the repository's history (commit {commit}): " + archive.stderr.decode()
-    )
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
 
 
 def installed_package(checkout: Path, into: Path) -> Path:

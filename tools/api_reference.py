@@ -41,6 +41,22 @@ them. Generated from the components' type hints and docstrings by `python -m too
 when this file, the schema and the code disagree. Python programs pass the snake_case names
 (`node_group_name`), TypeScript and YAML the camelCase ones (`nodeGroupName`). How to add the
 package to a program: the README, "Use it from your own program".
+
+**Another resource's output** is accepted wherever the value is something made elsewhere: `Kiam`'s
+cluster name, OIDC issuer and subnet ids; `KiamKubernetes`' node group name, server role ARN,
+certificates and permitted role ARNs (each checked once known). The sections are plain values,
+as in a stack file, because each shapes what is planned before anything is created, and is
+refused at that moment if AWS or the cluster would refuse it: an attachment's resource name (its
+URN) is its policy's name; IAM's size quotas are counted on the characters of every role ARN the
+server may assume; each namespace's permitted pattern is written from those ARNs; the change
+judge records the adopted CA's fingerprint. A policy or role your program makes has an ARN
+known from its name (`arn:aws:iam::<account>:policy/<name>`): pass it as text. The component's
+children do not wait on its `dependsOn` (the Python SDK, which builds them in every language,
+hands a child its parent's `protect` and providers only: pulumi `sdk/python/lib/pulumi/
+resource.py`, `Resource.__init__`), and IAM attaches no policy that
+does not exist yet, so make it first (an earlier `up`, or another stack); an application role
+`Kiam` makes itself is an entry with `roleName`. The schema marks the sections plain, so
+TypeScript's compiler and Python's type checker refuse an output there.
 """
 
 

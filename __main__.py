@@ -26,4 +26,4 @@ providers = create_providers(settings, transition)
 kiam = build(
     settings, providers.as_list(), transition=transition, oidc_issuer=providers.oidc_issuer
 )
-export_outputs(kiam, settings, transition)
+export_outputs(kiam, settings)

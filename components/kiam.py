@@ -35,6 +35,7 @@ from kiam_eks.components.argument_types import (
 from kiam_eks.components.cloud import ApplicationAccess, CloudSide, KiamRoles, ServerNodes
 from kiam_eks.components.known import lifted, when_known
 from kiam_eks.components.kubernetes_side import KubernetesSideArgs, compose_kubernetes_side
+from kiam_eks.components.last_update import judged_change
 from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
 from kiam_eks.components.namespace import kiam_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
@@ -49,7 +50,7 @@ from kiam_eks.settings.public_args import (
     subnet_ids_known,
 )
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import Transition, first_update
+from kiam_eks.settings.transitions import Transition
 from kiam_eks.specs import alert_rules, iam_policies
 
 
@@ -104,10 +105,9 @@ class Composition:
     """The validated settings of the stack."""
     cloud: CloudSide
     """Creates what lives outside Kubernetes: IAM, the dedicated nodes, certificates, roles."""
-    transition: Transition | None = None
+    transition: Transition
     """The change from what the stack's last update installed, judged (settings/transitions.py):
-    what this update must keep or arrange so that credentials keep flowing while it applies.
-    None: the stack's first update."""
+    what this update must keep or arrange so that credentials keep flowing while it applies."""
 
 
 class Kiam(pulumi.ComponentResource):
@@ -124,6 +124,8 @@ class Kiam(pulumi.ComponentResource):
     """Generated name of the dedicated server node group; null once retired."""
     server_address: pulumi.Output[str | None]
     """The `host:port` agents dial; null once retired."""
+    installed: pulumi.Output[dict[str, Any]]
+    """What this update installed, recorded once its rollouts are done: the next `preview` and `up` judge their change from it, before anything is registered (docs/transitions.md). Its parts are the judge's, not an interface."""
     applications: pulumi.Output[dict[str, Any]]
     """Per application: what serves it (`servedBy`, `next`), its `roleArn`, the `podAnnotation` its pods carry while kiam serves it, the `serviceAccount` Pod Identity or IRSA serves, the `podIdentityAssociationId`, and for a role made elsewhere the `trust` its owner must keep (README, "Stack outputs")."""
 
@@ -138,8 +140,9 @@ class Kiam(pulumi.ComponentResource):
     ) -> None:
         """`cloud`: what creates the IAM roles, nodes and certificates; the AWS one (IAM, an EKS
         managed node group, pulumi-tls) unless given. `transition`: the change from what the
-        stack's last update installed, as this repository's program judges it
-        (settings/transitions.py); without it every update is composed as a first one."""
+        stack's last update installed, judged already (this repository's program judges it
+        first, for its providers); without it the component judges it itself, from its own
+        record, before it registers anything (components/last_update.py `judged_change`)."""
         # Checked before the component itself is registered: a mistake creates nothing.
         source = f"Kiam {name!r}"
         settings = kiam_settings(source, dict(args))
@@ -205,7 +208,11 @@ class Kiam(pulumi.ComponentResource):
         subnet_ids: pulumi.Output[list[str]] | None,
         transition: Transition | None,
     ) -> None:
-        """Register the component and compose its children from valid `settings`."""
+        """Judge the change, register the component and compose its children from valid
+        `settings`."""
+        if transition is None:
+            # Before the component registers: a refused change creates and changes nothing.
+            transition = judged_change(settings, name, f"Kiam {name!r}")
         # The parts, for the program and tests (Python only: not outputs of the schema).
         self.roles: KiamRoles
         """kiam's IAM chain; once retired, only what the application roles still read of it
@@ -239,6 +246,8 @@ class Kiam(pulumi.ComponentResource):
             from kiam_eks.components.aws_cloud import AwsCloud
 
             cloud = AwsCloud(settings, oidc_issuer, cluster_name, subnet_ids=subnet_ids)
+        self.transition = transition
+        """The change this update applies, judged."""
         self._compose(name, Composition(settings=settings, cloud=cloud, transition=transition))
 
     def _compose(self, name: str, args: Composition) -> None:
@@ -294,17 +303,20 @@ class Kiam(pulumi.ComponentResource):
         (outside a retirement), so that a preview shows every value known so far; as one
         output (`applications`) it is unknown while any of them is."""
         self.applications = lifted(applications)
-        self.register_outputs(
-            {}
-            if self.server_nodes is None
-            else {
+        leaves = self.transition.leaves(s).to_output()
+        # Recorded only once the rollouts (and a retirement's roll) are done: an update that fails
+        # half way leaves the record of the one before, and the next judges the same change again.
+        self.installed = self.settled.apply(lambda _: leaves)
+        recorded: dict[str, Any] = {"installed": self.installed}
+        if self.server_nodes is not None:
+            recorded |= {
                 "node_role_arn": self.roles.node_role_arn,
                 "server_role_arn": self.roles.server_role_arn,
                 "role_base_arn": self.roles.role_base_arn,
                 "node_group_name": self.server_nodes.node_group_name,
                 "server_address": self.address,
             }
-        )
+        self.register_outputs(recorded)
 
     def _awaited(self) -> list[pulumi.Resource]:
         """What must be done before the update's facts are recorded: the rollouts."""
@@ -322,7 +334,7 @@ class Kiam(pulumi.ComponentResource):
         registered, so the engine deletes it at the end of this `pulumi up`, agents first
         (components/agent_retirement.py says why that order holds)."""
         s = args.settings
-        transition = args.transition or first_update(s)
+        transition = args.transition
         self._namespace(name, s, transition, child)
         self.roles = RetiredRoles(
             role_base_arn=iam_policies.role_base_arn(
@@ -365,7 +377,7 @@ class Kiam(pulumi.ComponentResource):
         s, cloud = args.settings, args.cloud
         adoption = s.adoption_state
 
-        transition = args.transition or first_update(s)
+        transition = args.transition
         previous = transition.previous
         # The permission's layout as the last update left it: an update then moves no role ARN
         # from one of the server role's documents to another (settings/server_permission.py).

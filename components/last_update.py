@@ -35,8 +35,10 @@ from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.proto import resource_pb2
 
-from kiam_eks.contracts.tokens import STACK
-from kiam_eks.settings.installed import LastUpdate
+from kiam_eks.contracts.tokens import KIAM, STACK
+from kiam_eks.settings.installed import OUTPUT, RECORDING_COMPONENTS, LastUpdate
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import RefusedChangeError, Transition, judge
 
 READ_STACK_RESOURCES = "pulumi:pulumi:readStackResourceOutputs"
 ATTEMPTS, PAUSE_SECONDS = 20, 0.25
@@ -62,6 +64,47 @@ def read_last_update() -> LastUpdate:
     raise AssertionError("unreachable")
 
 
+def judged_change(
+    settings: StackSettings, name: str, source: str, *, program_outputs: bool = False
+) -> Transition:
+    """The change from what the `Kiam` component `name` last installed to `settings`, judged
+    before anything is registered (settings/transitions.py): raises `RefusedChangeError` for a
+    change that would take credentials away, and says in the engine's log what it sequences.
+
+    What was installed is the component's own record, its output `installed`, whatever program
+    made it. Without one: this repository's program (`program_outputs`) reads its stack output
+    `installed` (or an older version's outputs: settings/installed.py), which every version of
+    it exported; a component another program made with a version before the record (0.1.0) is
+    composed as that version composed every update, as a first install, with a warning, and
+    records what it installs for the next; a component not in the state is a first install."""
+    last = read_last_update()
+    try:
+        previous = last.recorded(KIAM, name)
+    except ValueError as unreadable:
+        raise RefusedChangeError(
+            source, [f"{unreadable}: the change cannot be judged, so nothing is changed"]
+        ) from None
+    if previous is None and program_outputs:
+        previous = last.installed()
+    elif previous is None and last.component(KIAM, name) is not None:
+        pulumi.log.warn(
+            f"{source}: its last update recorded nothing of what it installed (the output "
+            f"{OUTPUT!r}, written from version 0.2.0 on), so this change is not judged against "
+            "it: it is applied as a first install would be, and recorded for the next"
+        )
+    transition = judge(settings, previous, last.resources, source)
+    for verdict in transition.verdicts:
+        # Diagnostics a preview shows under the resources: what the change does, and how.
+        pulumi.log.info(f"{verdict.kind.value} change: {verdict}")
+    agents_roll = settings.adoption_state.stack_owns_agents and not settings.retire
+    if agents_roll or transition.roll_agents_before_retiring:
+        # How long a rollout of the agents takes on this cluster, beside any diff that starts one:
+        # the program cannot know whether this update changes their template (the engine diffs
+        # it), so every preview says it.
+        pulumi.log.info(f"agent rollout: {settings.agent.rollout.describe()}")
+    return transition
+
+
 def _invoke(args: dict[str, Any]) -> struct_pb2.Struct:
     request = struct_pb2.Struct()
     request.update(args)
@@ -82,7 +125,7 @@ def _invoke(args: dict[str, Any]) -> struct_pb2.Struct:
 
 def last_update_of(answer: struct_pb2.Struct) -> LastUpdate:
     """The engine's answer as `LastUpdate.of_stack_resources` reads it: each resource's type,
-    and the root stack's outputs. The other resources' outputs (every Kubernetes object's live
+    the root stack's outputs and those of kiam's components. The other resources' outputs (every Kubernetes object's live
     state, most of the answer) are left unread."""
     resources: dict[str, Any] = {}
     listed = answer.fields.get("outputs")
@@ -93,13 +136,13 @@ def last_update_of(answer: struct_pb2.Struct) -> LastUpdate:
             fields = resource.struct_value.fields
             kind = fields["type"].string_value if "type" in fields else ""
             entry: dict[str, Any] = {"type": kind}
-            if kind == STACK and "outputs" in fields:
+            if kind in (STACK, *RECORDING_COMPONENTS) and "outputs" in fields:
                 entry["outputs"] = _plain_value(fields["outputs"])
             resources[urn] = entry
     return LastUpdate.of_stack_resources({"outputs": resources})
 
 
-def _plain_struct(struct: struct_pb2.Struct) -> dict[str, Any]:
+def plain_struct(struct: struct_pb2.Struct) -> dict[str, Any]:
     """A protobuf Struct as the JSON values `json_format.MessageToDict` gives (numbers as floats),
     each secret replaced by its value, as the program wrote it (only the facts are read from
     them). Walked here rather than by `MessageToDict`, which looks every field's descriptor up:
@@ -115,7 +158,7 @@ def _plain_struct(struct: struct_pb2.Struct) -> dict[str, Any]:
 def _plain_value(value: struct_pb2.Value) -> Any:
     kind = value.WhichOneof("kind")
     if kind == "struct_value":
-        return _plain_struct(value.struct_value)
+        return plain_struct(value.struct_value)
     if kind == "list_value":
         return [_plain_value(item) for item in value.list_value.values]
     if kind is None or kind == "null_value":

@@ -11,32 +11,21 @@ import pulumi
 
 from kiam_eks.components.cloud import CloudSide
 from kiam_eks.components.kiam import Kiam
-from kiam_eks.components.last_update import read_last_update
+from kiam_eks.components.last_update import judged_change
 from kiam_eks.contracts import names
 from kiam_eks.settings import installed
 from kiam_eks.settings.loader import stack_file_for
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import Transition, judge
+from kiam_eks.settings.transitions import Transition
 
 
 def judge_change(settings: StackSettings) -> Transition:
     """The change from what this stack's last update installed to `settings`, judged before
-    anything is registered (settings/transitions.py): raises `RefusedChangeError` for a change
-    that would take credentials away, and says in the engine's log what it sequences."""
-    last = read_last_update()
-    transition = judge(
-        settings, last.installed(), last.resources, stack_file_for(pulumi.get_stack())
+    anything is registered, as `Kiam` judges itself in any other program
+    (components/last_update.py): the program needs it first, for its providers."""
+    return judged_change(
+        settings, names.INSTALL_NAME, stack_file_for(pulumi.get_stack()), program_outputs=True
     )
-    for verdict in transition.verdicts:
-        # Diagnostics a preview shows under the resources: what the change does, and how.
-        pulumi.log.info(f"{verdict.kind.value} change: {verdict}")
-    agents_roll = settings.adoption_state.stack_owns_agents and not settings.retire
-    if agents_roll or transition.roll_agents_before_retiring:
-        # How long a rollout of the agents takes on this cluster, beside any diff that starts one:
-        # the program cannot know whether this update changes their template (the engine diffs
-        # it), so every preview says it.
-        pulumi.log.info(f"agent rollout: {settings.agent.rollout.describe()}")
-    return transition
 
 
 def build(
@@ -59,9 +48,7 @@ def build(
     )
 
 
-def export_outputs(
-    kiam: Kiam, settings: StackSettings, transition: Transition | None = None
-) -> None:
+def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
     """The stack outputs the README documents.
 
     Once kiam is retired (`kiam:retire`) only `applications` and `installed` remain: kiam's
@@ -78,8 +65,7 @@ def export_outputs(
         pulumi.export("namespace", settings.namespace.name)
     # Each application's access: known once a retirement's roll is done (components/kiam.py).
     pulumi.export("applications", kiam.application_outputs)
-    previous = transition.previous if transition is not None else None
-    leaves = installed.installed_by(settings, previous).to_output()
-    # Recorded only once the rollouts (and a retirement's roll) are done: an update that fails
-    # half way leaves the facts of the one before, and the next judges the same change again.
-    pulumi.export(installed.OUTPUT, kiam.settled.apply(lambda _: leaves))
+    # The component's record (components/kiam.py), which the judge reads; exported too, as
+    # every version did: an older version of the program, rolled back to, reads it there, and
+    # the offline plan's `--diff` reads it from an earlier plan's outputs (tools/plan.py).
+    pulumi.export(installed.OUTPUT, kiam.installed)

@@ -36,7 +36,7 @@ from pydantic.alias_generators import to_camel
 
 from kiam_eks.contracts import names
 from kiam_eks.contracts.iam import role_arn
-from kiam_eks.contracts.tokens import NAMESPACE, STACK
+from kiam_eks.contracts.tokens import KIAM, KIAM_KUBERNETES, NAMESPACE, STACK
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.applications import ServedBy, chain_role_needed
 from kiam_eks.settings.stack import StackSettings
@@ -274,6 +274,10 @@ def namespace_owner(settings: StackSettings, previous: Installed | None) -> Name
     return "existing"
 
 
+# The components that record what their update installed (their output `installed`).
+RECORDING_COMPONENTS = (KIAM, KIAM_KUBERNETES)
+
+
 @dataclass(frozen=True)
 class LastUpdate:
     """What the stack's last update left, as the engine reads it back for the program."""
@@ -282,6 +286,8 @@ class LastUpdate:
     """The stack outputs."""
     resources: Mapping[str, str] = field(default_factory=dict)
     """URN -> type of every resource in the stack's state (the root stack included)."""
+    components: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """URN -> outputs of each `RECORDING_COMPONENTS` resource in the state."""
 
     @classmethod
     def of_stack_resources(cls, answer: Mapping[str, Any]) -> LastUpdate:
@@ -289,6 +295,7 @@ class LastUpdate:
         `type` and `outputs` (pulumi/pulumi pkg/backend/backend.go `GetStackResourceOutputs`,
         resources marked for deletion left out); the root stack's outputs are the stack's."""
         resources: dict[str, str] = {}
+        components: dict[str, Mapping[str, Any]] = {}
         stack_outputs: Mapping[str, Any] = {}
         for urn, resource in (answer.get("outputs") or {}).items():
             if not isinstance(resource, Mapping):
@@ -297,11 +304,42 @@ class LastUpdate:
             resources[str(urn)] = kind
             if kind == STACK:
                 stack_outputs = resource.get("outputs") or {}
-        return cls(outputs=dict(stack_outputs), resources=resources)
+            elif kind in RECORDING_COMPONENTS:
+                components[str(urn)] = resource.get("outputs") or {}
+        return cls(outputs=dict(stack_outputs), resources=resources, components=components)
 
     def installed(self) -> Installed | None:
-        """The facts of that update; None for a stack with no update yet."""
+        """The facts of that update as this repository's program exported them (the stack output
+        `installed`, or an older version's outputs); None for a stack with no update yet."""
         return read_installed(self.outputs, self.resources)
+
+    def component(self, kind: str, name: str) -> str | None:
+        """The URN of the component of type `kind` named `name` in the state, if any (matched by
+        type and name: its parents' types are the program's)."""
+        found = sorted(
+            urn for urn, t in self.resources.items() if t == kind and urn.endswith(f"::{name}")
+        )
+        if len(found) > 1:
+            raise ValueError(
+                f"the stack holds {len(found)} {kind} components named {name!r} ({', '.join(found)}): "
+                "each needs a name of its own for its record of what it installed to be found"
+            )
+        return found[0] if found else None
+
+    def recorded(self, kind: str, name: str) -> Installed | None:
+        """What the component recorded with its last update (its output `installed`), or None:
+        not in the state (a first install), or recorded nothing (an update by a version before
+        the record, or one that stopped before its rollouts were done on a first install)."""
+        urn = self.component(kind, name)
+        record = self.components.get(urn, {}).get(OUTPUT) if urn is not None else None
+        if not isinstance(record, Mapping):
+            return None
+        try:
+            return Installed.model_validate(dict(record))
+        except ValidationError as error:
+            raise ValueError(
+                f"the output {OUTPUT!r} of {kind} {name!r} cannot be read: {error}"
+            ) from None
 
 
 def read_installed(

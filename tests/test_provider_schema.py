@@ -41,6 +41,7 @@ PUBLIC: dict[str, tuple[Any, set[str]]] = {
             "nodeGroupName",
             "serverAddress",
             "applications",
+            "installed",
         },
     ),
     tokens.KIAM_KUBERNETES: (

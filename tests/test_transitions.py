@@ -9,6 +9,7 @@ import copy
 import gc
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -683,6 +684,25 @@ def test_a_refused_change_registers_nothing(
     with pytest.raises(Exception, match=re.escape("kiam:agent.port: every node's iptables rule")):
         run_main(after, stack="test", last_run=dev_install)
     assert registered_types == [tokens.STACK]  # the root stack, registered before the program
+
+
+def test_the_program_reads_the_components_record_first(dev_install: Recording) -> None:
+    """The record the judge reads is `Kiam`'s own output, as in any program; the stack output
+    is a copy, read only where the component holds none (an update by a version before it)."""
+    urn = dev_install.one(tokens.KIAM).urn
+    assert dev_install.component_outputs[urn]["installed"] == dev_install.stack_outputs["installed"]
+    after = example_config("dev")
+    section(after, "agent")["port"] = 9000
+    without_copy = replace(
+        dev_install,
+        stack_outputs={k: v for k, v in dev_install.stack_outputs.items() if k != "installed"},
+    )
+    with pytest.raises(Exception, match=re.escape("kiam:agent.port: every node's iptables rule")):
+        run_main(after, stack="test", last_run=without_copy)
+    # An update by a version before the component's record: the stack output is read.
+    without_record = replace(dev_install, component_outputs={})
+    with pytest.raises(Exception, match=re.escape("kiam:agent.port: every node's iptables rule")):
+        run_main(after, stack="test", last_run=without_record)
 
 
 def test_a_service_name_change_keeps_the_old_names_until_every_agent_moved(

@@ -28,10 +28,11 @@ from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.sync_await import _sync_await
 from pydantic import ValidationError
 
-from kiam_eks.components.last_update import READ_STACK_RESOURCES
+from kiam_eks.components.last_update import READ_STACK_RESOURCES, plain_struct
 from kiam_eks.contracts import pod_identity, tokens
 from kiam_eks.contracts.eks_node_group import FORCE_NEW
 from kiam_eks.settings.cluster import partition_of
+from kiam_eks.settings.installed import RECORDING_COMPONENTS
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
 
 PROJECT = "kiam"
@@ -88,6 +89,9 @@ class Recording:
     """Resources the program read rather than registered (`pulumi.StackReference`)."""
     invokes: list[Invoke] = field(default_factory=list)
     """Every function the program invoked, in order."""
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """URN -> the outputs each component registered (`register_outputs`), as the engine stores
+    them in the state."""
 
     def by_type(self, type_: str) -> list[Registration]:
         return [r for r in self.registrations if r.type == type_]
@@ -124,6 +128,7 @@ class KiamMocks(pulumi.runtime.Mocks):
         stack_name: str = "",
         last_outputs: Mapping[str, Any] | None = None,
         last_resources: Mapping[str, str] | None = None,
+        last_component_outputs: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.account_id = account_id
         self.region = region
@@ -139,6 +144,10 @@ class KiamMocks(pulumi.runtime.Mocks):
         """The outputs the stack's last update left."""
         self.last_resources = dict(last_resources or {})
         """URN -> type of every resource the stack's last update left in its state."""
+        self.last_component_outputs = {
+            k: dict(v) for k, v in (last_component_outputs or {}).items()
+        }
+        """URN -> outputs of the components among them."""
         self.replace_on_changes: tuple[str, ...] = ()
         """The `replaceOnChanges` of the registration being answered."""
 
@@ -236,7 +245,8 @@ class KiamMocks(pulumi.runtime.Mocks):
         if target != self.stack_name:
             raise ValueError(f"the mock engine knows no stack {target!r}, only {self.stack_name!r}")
         resources: dict[str, Any] = {
-            urn: {"type": kind, "outputs": {}} for urn, kind in self.last_resources.items()
+            urn: {"type": kind, "outputs": self.last_component_outputs.get(urn, {})}
+            for urn, kind in self.last_resources.items()
         }
         if self.last_outputs or resources:
             project_stack = target.split("/", 1)[1]
@@ -327,6 +337,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.registrations: list[Registration] = []
         self.reads: list[Registration] = []
         self.invokes: list[Invoke] = []
+        self.component_outputs: dict[str, dict[str, Any]] = {}
 
     def Invoke(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
         response = super().Invoke(request)  # type: ignore[no-untyped-call]
@@ -339,6 +350,15 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             )
         )
         return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
+        # The SDK's mock monitor drops them; the engine stores a component's in the state, where
+        # the next run reads them back (`readStackResourceOutputs`).
+        # Only kiam's recording components: others' outputs hold references to their resources,
+        # which the engine hands back as URNs (components/last_update.py reads them so too).
+        if request.urn.split("::")[2].rsplit("$", 1)[-1] in RECORDING_COMPONENTS:
+            self.component_outputs[request.urn] = plain_struct(request.outputs)
+        return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
     def ReadResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method name)
         response = super().ReadResource(request)  # type: ignore[no-untyped-call]
@@ -516,9 +536,11 @@ class MockEngine:
         partition = partition_of(region)
         if cluster_addons is None:
             cluster_addons = addons_the_stack_expects(config or {})
+        last_component_outputs = None
         if last_run is not None:
             last_outputs = last_run.stack_outputs
             last_resources = {r.urn: r.type for r in last_run.registrations}
+            last_component_outputs = last_run.component_outputs
         self.mocks = KiamMocks(
             account_id=account_id,
             region=region,
@@ -528,6 +550,7 @@ class MockEngine:
             stack_name=f"{ORGANIZATION}/{PROJECT}/{stack}",
             last_outputs=last_outputs,
             last_resources=last_resources,
+            last_component_outputs=last_component_outputs,
         )
         self.stack = stack
         self.config = dict(config or {})
@@ -556,6 +579,7 @@ class MockEngine:
             stack_outputs=_stack_outputs(),
             reads=list(monitor.reads),
             invokes=list(monitor.invokes),
+            component_outputs=dict(monitor.component_outputs),
         )
 
 

@@ -16,9 +16,11 @@ REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "transitions.md"
 
 HEADER = """# What a change does on a running cluster
 
-Every `pulumi up` judges the change from what the stack's last update installed (the stack
-output `installed`, read back before anything is registered) and every change of a setting is
-one of three things:
+Every `pulumi preview` and `pulumi up` judges the change from what the last update installed
+(the `Kiam` component's record, its output `installed`, read back through the engine before
+anything is registered, in this repository's program as in any program using `Kiam`; the
+program also exports it as the stack output `installed`) and every change of a setting is one of
+three things:
 
 - **safe**: credentials keep flowing as it is applied;
 - **sequenced**: the program applies it in the order that keeps them flowing, from what it knows

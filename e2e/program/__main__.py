@@ -36,6 +36,4 @@ provider = kubernetes_provider(settings, os.environ["KIAM_E2E_KUBECONFIG"])
 # The stand-ins read the cluster where AWS would be asked (is the Pod Identity agent there?).
 kubeconfig = Path(os.environ["KIAM_E2E_KUBECONFIG"])
 cloud: CloudSide = KwokCloud(settings, Path(os.environ["KIAM_E2E_STATE"]), KubeApi(kubeconfig))
-export_outputs(
-    build(settings, [provider], transition=transition, cloud=cloud), settings, transition
-)
+export_outputs(build(settings, [provider], transition=transition, cloud=cloud), settings)

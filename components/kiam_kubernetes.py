@@ -25,14 +25,17 @@ from kiam_eks.components.argument_types import (
 )
 from kiam_eks.components.cloud import KeyPair
 from kiam_eks.components.kubernetes_side import KubernetesSideArgs, compose_kubernetes_side
+from kiam_eks.components.last_update import judged_kubernetes_side
 from kiam_eks.components.namespace import kiam_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
 from kiam_eks.components.tls import ProvidedCertificates, TlsArgs
 from kiam_eks.contracts import names, tokens
 from kiam_eks.settings.adoption import Adoption
+from kiam_eks.settings.installed import kubernetes_side_installed
 from kiam_eks.settings.kubernetes_side import KubernetesSideSettings
 from kiam_eks.settings.public_args import checked_role_arn, kubernetes_side
 from kiam_eks.settings.tls import TlsSettings
+from kiam_eks.settings.transitions import Transition
 
 
 # The docstrings below are the package schema's descriptions (the provider reads them from the
@@ -85,16 +88,22 @@ class KiamKubernetes(pulumi.ComponentResource):
     """Name of the kiam-server Deployment."""
     agent_daemon_set_name: pulumi.Output[str]
     """Name of the kiam-agent DaemonSet."""
+    installed: pulumi.Output[dict[str, Any]]
+    """What this update installed, recorded once its rollouts are done: the next `preview` and `up` judge their change from it, before anything is registered (docs/transitions.md). Its parts are the judge's, not an interface."""
 
     def __init__(
         self, name: str, args: KiamKubernetesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         # Checked before the component itself is registered: a mistake creates nothing.
-        checked = kubernetes_side(f"KiamKubernetes {name!r}", dict(args))
-        super().__init__(tokens.KIAM_KUBERNETES, name, None, opts)
+        source = f"KiamKubernetes {name!r}"
+        checked = kubernetes_side(source, dict(args))
         s = checked.settings
+        # Judged from what its last update recorded, before anything is registered: a refused
+        # change creates and changes nothing (components/last_update.py).
+        transition = judged_kubernetes_side(s, name, source)
+        super().__init__(tokens.KIAM_KUBERNETES, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = self._namespace(name, s, child)
+        namespace = self._namespace(name, s, transition, child)
         domain = s.cluster.cluster_domain
         service = s.server.service_name
         dns_names = names.service_dns_names(service, s.namespace.name, domain)
@@ -152,7 +161,14 @@ class KiamKubernetes(pulumi.ComponentResource):
         self.namespace = pulumi.Output.from_input(namespace)
         self.server_deployment_name = server.deployment.metadata.name
         self.agent_daemon_set_name = agent.daemon_set.metadata.name
+        leaves = kubernetes_side_installed(s, transition.previous).to_output()
+        # Recorded only once the servers and agents are rolled out: an update that fails half
+        # way leaves the record of the one before, and the next judges the same change again.
+        self.installed = pulumi.Output.all(server.deployment.urn, agent.daemon_set.urn).apply(
+            lambda _: leaves
+        )
         outputs: dict[str, Any] = {
+            "installed": self.installed,
             "server_address": self.server_address,
             "server_dns_names": self.server_dns_names,
             "namespace": self.namespace,
@@ -163,11 +179,20 @@ class KiamKubernetes(pulumi.ComponentResource):
 
     @staticmethod
     def _namespace(
-        name: str, s: KubernetesSideSettings, child: pulumi.ResourceOptions
+        name: str, s: KubernetesSideSettings, transition: Transition, child: pulumi.ResourceOptions
     ) -> pulumi.Input[str]:
-        if not s.namespace.create:
+        """Created (and owned), released (`namespace.create` switched off for a namespace it
+        created: registered once more, kept on delete, forgotten by the next update), or used
+        as found; as `Kiam`'s (settings/transitions.py)."""
+        if transition.namespace == "use":
             return s.namespace.name
-        return kiam_namespace(f"{name}-namespace", s.namespace.name, child)
+        return kiam_namespace(
+            f"{name}-namespace",
+            s.namespace.name,
+            pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(retain_on_delete=transition.namespace == "release")
+            ),
+        )
 
 
 def _checked_once_known(arn: pulumi.Input[str], argument: str) -> pulumi.Input[str]:

@@ -35,10 +35,16 @@ from pulumi.runtime import rpc
 from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.proto import resource_pb2
 
-from kiam_eks.contracts.tokens import KIAM, STACK
-from kiam_eks.settings.installed import OUTPUT, RECORDING_COMPONENTS, LastUpdate
+from kiam_eks.contracts.tokens import KIAM, KIAM_KUBERNETES, STACK
+from kiam_eks.settings.installed import OUTPUT, RECORDING_COMPONENTS, Installed, LastUpdate
+from kiam_eks.settings.kubernetes_side import KubernetesSide, KubernetesSideSettings
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import RefusedChangeError, Transition, judge
+from kiam_eks.settings.transitions import (
+    RefusedChangeError,
+    Transition,
+    judge,
+    judge_kubernetes_side,
+)
 
 READ_STACK_RESOURCES = "pulumi:pulumi:readStackResourceOutputs"
 ATTEMPTS, PAUSE_SECONDS = 20, 0.25
@@ -78,23 +84,47 @@ def judged_change(
     composed as that version composed every update, as a first install, with a warning, and
     records what it installs for the next; a component not in the state is a first install."""
     last = read_last_update()
+    previous = _recorded(last, KIAM, name, source, warn=not program_outputs)
+    if previous is None and program_outputs:
+        previous = last.installed()
+    transition = judge(settings, previous, last.resources, source)
+    _say(transition, settings)
+    return transition
+
+
+def judged_kubernetes_side(settings: KubernetesSideSettings, name: str, source: str) -> Transition:
+    """`judged_change` for the `KiamKubernetes` component `name`, from its own record
+    (settings/transitions.py `judge_kubernetes_side`)."""
+    last = read_last_update()
+    transition = judge_kubernetes_side(
+        settings, _recorded(last, KIAM_KUBERNETES, name, source, warn=True), source
+    )
+    _say(transition, settings)
+    return transition
+
+
+def _recorded(
+    last: LastUpdate, kind: str, name: str, source: str, *, warn: bool
+) -> Installed | None:
+    """The component's record; refused when it cannot be read (nothing can be judged)."""
     try:
-        previous = last.recorded(KIAM, name)
+        previous = last.recorded(kind, name)
     except ValueError as unreadable:
         raise RefusedChangeError(
             source, [f"{unreadable}: the change cannot be judged, so nothing is changed"]
         ) from None
-    if previous is None and program_outputs:
-        previous = last.installed()
-    elif previous is None and last.component(KIAM, name) is not None:
+    if previous is None and warn and last.component(kind, name) is not None:
         pulumi.log.warn(
             f"{source}: its last update recorded nothing of what it installed (the output "
             f"{OUTPUT!r}, written from version 0.2.0 on), so this change is not judged against "
             "it: it is applied as a first install would be, and recorded for the next"
         )
-    transition = judge(settings, previous, last.resources, source)
+    return previous
+
+
+def _say(transition: Transition, settings: KubernetesSide) -> None:
+    """What the change does, in the engine's log: a preview shows it under the resources."""
     for verdict in transition.verdicts:
-        # Diagnostics a preview shows under the resources: what the change does, and how.
         pulumi.log.info(f"{verdict.kind.value} change: {verdict}")
     agents_roll = settings.adoption_state.stack_owns_agents and not settings.retire
     if agents_roll or transition.roll_agents_before_retiring:
@@ -102,7 +132,6 @@ def judged_change(
         # the program cannot know whether this update changes their template (the engine diffs
         # it), so every preview says it.
         pulumi.log.info(f"agent rollout: {settings.agent.rollout.describe()}")
-    return transition
 
 
 def _invoke(args: dict[str, Any]) -> struct_pb2.Struct:

@@ -39,6 +39,7 @@ from kiam_eks.contracts.iam import role_arn
 from kiam_eks.contracts.tokens import KIAM, KIAM_KUBERNETES, NAMESPACE, STACK
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.applications import ServedBy, chain_role_needed
+from kiam_eks.settings.kubernetes_side import KubernetesSide, KubernetesSideSettings
 from kiam_eks.settings.stack import StackSettings
 
 OUTPUT = "installed"
@@ -216,15 +217,6 @@ def installed_by(settings: StackSettings, previous: Installed | None) -> Install
             kiam_role_path=s.iam.kiam_role_path,
         )
     adoption = s.adoption
-    agents = None
-    if s.adoption_state.stack_owns_agents:
-        agents = InstalledAgents(
-            daemon_set=s.adoption_state.agent_daemon_set_name,
-            port=s.agent.port,
-            removes_rule_on_exit=s.agent.remove_iptables_rule_on_exit,
-            host_interface=s.agent.host_interface,
-            tolerations=tuple(s.agent.tolerations),
-        )
     kiam_namespaces = {a.namespace for a in s.applications.values() if a.served_by.kiam}
     placement = s.server_permission_layout(
         previous.server_permission if previous is not None else None
@@ -232,13 +224,7 @@ def installed_by(settings: StackSettings, previous: Installed | None) -> Install
     return Installed(
         server_permission=tuple(map(tuple, placement)) if len(placement) > 1 else None,
         cluster=cluster,
-        namespace=InstalledNamespace(name=s.namespace.name, owner=namespace_owner(s, previous)),
-        server=InstalledServer(
-            service_name=s.server.service_name,
-            cluster_domain=s.cluster.cluster_domain,
-            grpc_port=s.server.grpc_port,
-        ),
-        agents=agents,
+        **kubernetes_side_facts(s, previous),
         adoption=None
         if adoption is None
         else InstalledAdoption(
@@ -262,7 +248,36 @@ def installed_by(settings: StackSettings, previous: Installed | None) -> Install
     )
 
 
-def namespace_owner(settings: StackSettings, previous: Installed | None) -> NamespaceOwner:
+def kubernetes_side_facts(s: KubernetesSide, previous: Installed | None) -> dict[str, Any]:
+    """The facts of kiam's Kubernetes side the update applying `s` leaves: its namespace, the
+    address agents dial, the agents' rule and placement (`Installed`'s fields of those names)."""
+    agents = None
+    if s.adoption_state.stack_owns_agents:
+        agents = InstalledAgents(
+            daemon_set=s.adoption_state.agent_daemon_set_name,
+            port=s.agent.port,
+            removes_rule_on_exit=s.agent.remove_iptables_rule_on_exit,
+            host_interface=s.agent.host_interface,
+            tolerations=tuple(s.agent.tolerations),
+        )
+    return {
+        "namespace": InstalledNamespace(name=s.namespace.name, owner=namespace_owner(s, previous)),
+        "server": InstalledServer(
+            service_name=s.server.service_name,
+            cluster_domain=s.cluster.cluster_domain,
+            grpc_port=s.server.grpc_port,
+        ),
+        "agents": agents,
+    }
+
+
+def kubernetes_side_installed(s: KubernetesSideSettings, previous: Installed | None) -> Installed:
+    """The facts a `KiamKubernetes` update applying `s` leaves (its output `installed`): its
+    Kubernetes side alone, as the roles, node group and certificates are made elsewhere."""
+    return Installed(**kubernetes_side_facts(s, previous))
+
+
+def namespace_owner(settings: KubernetesSide, previous: Installed | None) -> NamespaceOwner:
     """Who owns kiam's namespace once this update is done: `kiam:namespace.create` true makes it
     the stack's; switched off for a namespace the stack created, the namespace is released (kept,
     and forgotten by the next update) instead of deleted."""

@@ -9,8 +9,11 @@ below, so a stack file and a `KiamKubernetes` argument are refused by the same w
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from pydantic import Field, model_validator
 
+from kiam_eks.settings.adoption import Adoption
 from kiam_eks.settings.agent import AgentSettings
 from kiam_eks.settings.base import DnsLabel, Model, same_setting
 from kiam_eks.settings.cluster import ClusterSettings
@@ -108,6 +111,16 @@ class KubernetesSideSettings(Model):
     agent: AgentSettings = Field(default=AgentSettings())
     namespace: NamespaceSettings = Field(default=NamespaceSettings())
 
+    @property
+    def retire(self) -> bool:
+        """`KiamKubernetes` has no retirement: removing it is deleting the component."""
+        return False
+
+    @property
+    def adoption_state(self) -> Adoption:
+        """`KiamKubernetes` takes over no running install: its agents are its own."""
+        return Adoption.of(None)
+
     @model_validator(mode="after")
     def _check(self) -> KubernetesSideSettings:
         for problem in (
@@ -119,3 +132,26 @@ class KubernetesSideSettings(Model):
             if problem is not None:
                 raise ValueError(problem)
         return self
+
+
+class _Domain(Protocol):
+    @property
+    def cluster_domain(self) -> str: ...
+
+
+class KubernetesSide(Protocol):
+    """What the change judge reads of kiam's Kubernetes side (settings/transitions.py):
+    `StackSettings` and `KubernetesSideSettings` alike."""
+
+    @property
+    def cluster(self) -> _Domain: ...
+    @property
+    def namespace(self) -> NamespaceSettings: ...
+    @property
+    def server(self) -> ServerSettings: ...
+    @property
+    def agent(self) -> AgentSettings: ...
+    @property
+    def retire(self) -> bool: ...
+    @property
+    def adoption_state(self) -> Adoption: ...

@@ -230,7 +230,7 @@ def argument_name(python_name: str) -> str:
 
 
 @dataclass(frozen=True)
-class KubernetesSide:
+class KubernetesSideArguments:
     """The validated plain arguments of `KiamKubernetes`."""
 
     settings: KubernetesSideSettings
@@ -262,7 +262,7 @@ def _check(key_path: str, value: Any) -> tuple[Any, str | None]:
         return value, f"{message} ({got}as kiam:{key_path})"
 
 
-def kubernetes_side(source: str, args: Mapping[str, Any]) -> KubernetesSide:
+def kubernetes_side(source: str, args: Mapping[str, Any]) -> KubernetesSideArguments:
     """Every plain argument of `KiamKubernetes` checked, every problem named at once; raises
     `ArgumentsError`."""
     problems = _unknown_arguments(
@@ -297,7 +297,7 @@ def kubernetes_side(source: str, args: Mapping[str, Any]) -> KubernetesSide:
         problems.append(f"{argument_name('server_role_arn')}: {problem}")
     if problems or settings is None:
         raise ArgumentsError(source, problems)
-    return KubernetesSide(settings=settings, role_base_arn=str(base))
+    return KubernetesSideArguments(settings=settings, role_base_arn=str(base))
 
 
 def role_arn_problem(value: str) -> str | None:

@@ -38,6 +38,7 @@ from kiam_eks.settings.installed import (
     installed_by,
     namespace_owner,
 )
+from kiam_eks.settings.kubernetes_side import KubernetesSide, KubernetesSideSettings
 from kiam_eks.settings.loader import SettingsError
 from kiam_eks.settings.stack import StackSettings
 
@@ -149,7 +150,7 @@ def first_update(settings: StackSettings) -> Transition:
     )
 
 
-def namespace_mode(settings: StackSettings, previous: Installed | None) -> NamespaceMode:
+def namespace_mode(settings: KubernetesSide, previous: Installed | None) -> NamespaceMode:
     """Whether this update registers kiam's namespace, and how (`Transition.namespace`). A
     retirement deletes a namespace the stack created with the rest of kiam, unless it is being
     released."""
@@ -213,7 +214,7 @@ def _cluster(prev: Installed, s: StackSettings) -> list[Verdict]:
     return out
 
 
-def _namespace(prev: Installed, s: StackSettings) -> list[Verdict]:
+def _namespace(prev: Installed, s: KubernetesSide) -> list[Verdict]:
     before = prev.namespace
     if before is None or not prev.kiam_installed:
         return []
@@ -269,7 +270,7 @@ def _namespace(prev: Installed, s: StackSettings) -> list[Verdict]:
     return []
 
 
-def _server_address(prev: Installed, s: StackSettings) -> list[Verdict]:
+def _server_address(prev: Installed, s: KubernetesSide) -> list[Verdict]:
     server, namespace = prev.server, prev.namespace
     if server is None or prev.retired or s.retire:
         return []
@@ -311,7 +312,7 @@ def _server_address(prev: Installed, s: StackSettings) -> list[Verdict]:
     return out
 
 
-def _agents(prev: Installed, s: StackSettings) -> list[Verdict]:
+def _agents(prev: Installed, s: KubernetesSide) -> list[Verdict]:
     agents = prev.agents
     if agents is None or not s.adoption_state.stack_owns_agents:
         return []
@@ -364,7 +365,7 @@ def _agents(prev: Installed, s: StackSettings) -> list[Verdict]:
     return out
 
 
-def _retiring_agents(agents: InstalledAgents, s: StackSettings) -> list[Verdict]:
+def _retiring_agents(agents: InstalledAgents, s: KubernetesSide) -> list[Verdict]:
     """Running agents that keep their rule on exit: the retirement rolls them to remove *their*
     rule as they stop, and an agent removes exactly the rule text it added
     (contracts/agent_rule.py). Rolled onto another port or interface, each would add and remove
@@ -1085,6 +1086,47 @@ def judge(
     )
 
 
+def judge_kubernetes_side(
+    settings: KubernetesSideSettings, previous: Installed | None, source: str
+) -> Transition:
+    """`judge` for `KiamKubernetes`: the same judges of the namespace, the address agents dial
+    and the agents, the rest (IAM, the cluster, applications, adoption, retirement) being made
+    elsewhere. A move of the address agents dial is refused rather than sequenced: the servers
+    would have to present a certificate naming the old address and the new while the agents
+    move, and `KiamKubernetes` serves the certificates it is given. Raises `RefusedChangeError`."""
+    if previous is None:
+        return _kubernetes_side_transition(settings, None, ())
+    verdicts = [*_namespace(previous, settings), *_agents(previous, settings)]
+    for moved in _server_address(previous, settings):
+        if moved.kind is Kind.SEQUENCED and previous.server is not None:
+            old = previous.server.address(settings.namespace.name)
+            moved = refused(
+                moved.setting,
+                f"the running agents dial {old} until each is rolled, and the servers must "
+                "meanwhile present a certificate naming both that and the new address, which "
+                "KiamKubernetes cannot issue: it serves the certificates it is given. Keep "
+                f"{old.rsplit(':', 1)[0]}",
+            )
+        verdicts.append(moved)
+    problems = [str(v) for v in verdicts if v.kind is Kind.REFUSED]
+    if problems:
+        raise RefusedChangeError(source, problems)
+    return _kubernetes_side_transition(settings, previous, tuple(verdicts))
+
+
+def _kubernetes_side_transition(
+    settings: KubernetesSideSettings, previous: Installed | None, verdicts: tuple[Verdict, ...]
+) -> Transition:
+    return Transition(
+        previous=previous,
+        verdicts=verdicts,
+        namespace=namespace_mode(settings, previous),
+        previous_server_names=(),
+        roll_agents_before_retiring=False,
+        restore_agents=False,
+    )
+
+
 def _agent_addon_registered(state: Mapping[str, str]) -> bool:
     return any(urn.endswith("::" + names.POD_IDENTITY_AGENT) for urn in state)
 
@@ -1096,7 +1138,7 @@ def _retirement_patch_left(state: Mapping[str, str]) -> bool:
     )
 
 
-def _previous_server_names(previous: Installed, s: StackSettings) -> tuple[str, ...]:
+def _previous_server_names(previous: Installed, s: KubernetesSide) -> tuple[str, ...]:
     server, namespace = previous.server, previous.namespace
     if server is None or previous.retired or namespace is None or s.retire:
         return ()

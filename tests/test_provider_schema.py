@@ -52,6 +52,7 @@ PUBLIC: dict[str, tuple[Any, set[str]]] = {
             "namespace",
             "serverDeploymentName",
             "agentDaemonSetName",
+            "installed",
         },
     ),
 }

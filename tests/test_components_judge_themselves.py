@@ -40,7 +40,9 @@ def run_after(
     return MockEngine(last_run=last).run(program), refused
 
 
-def run(args: Mapping[str, Any], last: Recording | None = None) -> tuple[Recording, list[Exception]]:
+def run(
+    args: Mapping[str, Any], last: Recording | None = None
+) -> tuple[Recording, list[Exception]]:
     return run_after(lambda name, a: Kiam(name, cast(KiamArgs, a)), args, last)
 
 

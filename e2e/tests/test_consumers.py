@@ -44,6 +44,7 @@ from e2e.harness.kube import is_ready
 from e2e.harness.pulumi import PulumiStack, Result, read_event_log
 from e2e.harness.shape import shape_of
 from e2e.harness.toolchain import REPO
+from e2e.harness.waiting import wait_for
 from e2e.tests.conftest import REPORT, fresh_environment
 from kiam_eks.contracts import labels, tokens
 from kiam_eks.settings.loader import settings_from_stack_file, stack_file_for
@@ -210,6 +211,15 @@ def consumer(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Consu
     stack.destroy()
     left = env.kube.items(f"/api/v1/namespaces/{NAMESPACE}/pods")
     assert left == [], f"{language}: pods left after destroy"
+    # A namespace the stack released (test_a_namespace_flip_...) outlives the destroy, as
+    # released; its owner deletes it, so that the next language creates its own.
+    if env.kube.get_or_none(f"/api/v1/namespaces/{NAMESPACE}") is not None:
+        env.kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}")
+        wait_for(
+            f"namespace {NAMESPACE} deleted",
+            lambda: env.kube.get_or_none(f"/api/v1/namespaces/{NAMESPACE}") is None,
+            120,
+        )
 
 
 def test_the_engine_serves_the_committed_schema(cluster: Cluster) -> None:
@@ -474,3 +484,88 @@ def _unchecked_typescript_preview(consumer: Consumer, key: str) -> Result:
 def _report_refusal(language: str, key: str, output: str) -> None:
     line = next(line.strip() for line in output.splitlines() if key in line)
     REPORT.append(f"consumers: {language} refused `{key}`: {line[:200]}")
+
+
+# Issue 36: each component judges its own change. Where each example's program gets a section
+# added: after its `server` section, in the language's own spelling.
+PROGRAM_FILES = {"yaml": "Pulumi.yaml", "typescript": "index.ts", "python": "__main__.py"}
+AFTER_SERVER = {
+    "yaml": "      server:\n        replicas: 2\n",
+    "typescript": "    server: { replicas: 2 },\n",
+    "python": '        "server": {"replicas": 2},\n',
+}
+
+
+def _with_section(consumer: Consumer, section: str, key: str, value: Any) -> str:
+    """Write the example with `section: {key: value}` added; return the program as it was."""
+    program = consumer.stack.project_dir / PROGRAM_FILES[consumer.language]
+    text = program.read_text()
+    written = {
+        "yaml": f"      {section}:\n        {key}: {json.dumps(value)}\n",
+        "typescript": f"    {section}: {{ {key}: {json.dumps(value)} }},\n",
+        "python": f'        "{section}": {{"{key}": {value!r}}},\n',
+    }[consumer.language]
+    anchor = AFTER_SERVER[consumer.language]
+    assert anchor in text, text
+    program.write_text(text.replace(anchor, anchor + written))
+    return text
+
+
+def test_an_agent_port_change_is_refused_at_preview_by_the_component(
+    cluster: Cluster, consumer: Consumer
+) -> None:
+    """The agents' port is in every node's DNAT rule, which the running agents keep when they
+    stop: `KiamKubernetes` reads what its last update recorded and refuses the change before it
+    registers anything, in each language, with the words this repository's program uses."""
+    daemon_set = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/kiam-agent"
+    generation = cluster.env.kube.get(daemon_set)["metadata"]["generation"]
+    program = consumer.stack.project_dir / PROGRAM_FILES[consumer.language]
+    original = _with_section(consumer, "agent", "port", 8182)
+    try:
+        refusals = [consumer.stack.preview(check=False), consumer.stack.up(check=False)]
+    finally:
+        program.write_text(original)
+    for refused in refusals:
+        assert refused.returncode != 0, refused
+        assert (
+            "KiamKubernetes 'kiam': refused: this change from what the stack's last update "
+            "installed would take credentials away (1 problem):" in refused.output
+        ), refused.output
+        assert (
+            "kiam:agent.port: every node's iptables rule sends pods' metadata requests to port "
+            "8181, where the running agents listen" in refused.output
+        ), refused.output
+    REPORT.append(
+        f"consumers: {consumer.language} agent port change refused at preview in "
+        f"{refusals[0].seconds:.1f} s"
+    )
+    assert cluster.env.kube.get(daemon_set)["metadata"]["generation"] == generation
+    consumer.stack.preview("--expect-no-changes")
+
+
+def test_a_namespace_flip_releases_the_namespace_and_deletes_nothing(
+    cluster: Cluster, consumer: Consumer
+) -> None:
+    """`namespace.create` switched off for the namespace the component created: the update
+    keeps it (in the state, kept on delete), the next forgets it, and it stays in the cluster
+    with everything in it. Last of the module's tests for each language: the fixture deletes
+    the namespace after the destroy, as its owner would."""
+    kube = cluster.env.kube
+    path = f"/api/v1/namespaces/{NAMESPACE}"
+    uid = kube.get(path)["metadata"]["uid"]
+    _with_section(consumer, "namespace", "create", False)
+    released = consumer.stack.up()
+    assert "sequenced change: kiam:namespace.create" in released.output, released.output
+    namespaces = [
+        r for r in consumer.stack.resources() if r["type"] == "kubernetes:core/v1:Namespace"
+    ]
+    assert [r.get("retainOnDelete") for r in namespaces] == [True]
+    forgotten = consumer.stack.up()
+    assert "kubernetes:core/v1:Namespace" not in {r["type"] for r in consumer.stack.resources()}, (
+        forgotten.output
+    )
+    assert kube.get(path)["metadata"]["uid"] == uid
+    assert kube.get(path)["metadata"].get("deletionTimestamp") is None
+    assert [p for p in kube.items(f"{path}/pods") if is_ready(p)], "kiam's pods left with it"
+    consumer.stack.preview("--expect-no-changes")
+    REPORT.append(f"consumers: {consumer.language} namespace released, then forgotten, kept")

@@ -128,7 +128,8 @@ def _upgrade_from_flat_arguments(stack: PulumiStack, venv: Path, checkout: Path)
     """The Python example as version 0.1.0 wrote it (`KiamKubernetes`' flat arguments),
     installed with that version by pip; then the package of `checkout` installed over it by pip
     and today's example (the same settings in sections): the preview and the `up` change
-    nothing, and every URN is the one 0.1.0 made. Destroyed after, so that the install the
+    nothing, every URN is the one 0.1.0 made, and the next `up` is judged from the record the
+    first one wrote. Destroyed after, so that the install the
     other tests read is made by today's package from the start."""
     project = stack.project_dir
     before = checkout_of(FLAT_ARGUMENTS, project.parent / "python-0.1.0")
@@ -141,7 +142,16 @@ def _upgrade_from_flat_arguments(stack: PulumiStack, venv: Path, checkout: Path)
     (project / "__main__.py").write_text(today)
     stack.preview("--expect-no-changes", "--diff")
     upgraded = stack.up("--expect-no-changes")
-    assert sorted(r["urn"] for r in stack.resources()) == installed
+    # 0.1.0 recorded nothing of what it installed: this one update is applied as it was, said.
+    assert "its last update recorded nothing of what it installed" in upgraded.output
+    # The same resources; the state also holds the engine's builtin `pulumi` provider, which
+    # the component's read of its record (`readStackResourceOutputs`) goes through: a provider
+    # entry of the state, no object anywhere.
+    assert sorted(r["urn"] for r in stack.resources()) == sorted(
+        [*installed, "urn:pulumi:consumer::kiam-python-consumer::pulumi:providers:pulumi::default"]
+    )
+    judged = stack.up("--expect-no-changes")
+    assert "recorded nothing" not in judged.output, judged.output
     REPORT.append(
         f"consumers: python example upgraded from 0.1.0, {len(installed)} resources, no change, "
         f"in {upgraded.seconds:.1f} s"

@@ -20,7 +20,10 @@ Every `pulumi preview` and `pulumi up` judges the change from what the last upda
 (the `Kiam` component's record, its output `installed`, read back through the engine before
 anything is registered, in this repository's program as in any program using `Kiam`; the
 program also exports it as the stack output `installed`) and every change of a setting is one of
-three things:
+three things (`KiamKubernetes` records and judges its own Kubernetes side the same way, by the
+rows of `kiam:namespace`, `kiam:server` and `kiam:agent`, and refuses a move of the address
+agents dial, which `Kiam` sequences: the servers would need a certificate naming both addresses
+while the agents move, and `KiamKubernetes` serves the certificates it is given):
 
 - **safe**: credentials keep flowing as it is applied;
 - **sequenced**: the program applies it in the order that keeps them flowing, from what it knows

@@ -6,7 +6,7 @@ STACK ?= dev
 E2E_VENV := .venv-e2e
 E2E_BIN := $(E2E_VENV)/bin
 
-.PHONY: install policy-pack plan plans test lint typecheck bench clean mutation mutation-changed e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench e2e-scale sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
+.PHONY: install policy-pack plan plans test test-pairs lint typecheck bench clean mutation mutation-changed e2e e2e-toolchain e2e-install e2e-bench e2e-fleet-bench e2e-scale sandbox sandbox-down sandbox-plan sandbox-toolchain e2e-plan
 
 # Each target installs what it runs and no more: `pulumi up` needs only requirements.txt (the
 # deploy job installs nothing else), the offline plan adds its validators, the tests add the test,
@@ -76,6 +76,9 @@ typecheck: $(BIN)/.installed-dev
 # the tests that cover it; exits 1 on a survivor neither killed nor in tools/mutation/equivalent.toml.
 # MODULES limits the full run (paths); BASE is what `mutation-changed` diffs against.
 BASE ?= HEAD~1
+test-pairs: $(BIN)/.installed-dev  ## Every pair of single changes from every base, judged together and rendered (about half an hour)
+	KIAM_PAIRS=all $(BIN)/python -m pytest tests/test_change_pairs.py
+
 $(BIN)/.installed-mutation: $(BIN)/.installed-dev requirements-mutation.txt
 	$(BIN)/python -m pip install --quiet -r requirements-mutation.txt
 	touch $@

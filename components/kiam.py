@@ -270,9 +270,10 @@ class Kiam(pulumi.ComponentResource):
         self._outputs(s)
 
     def _outputs(self, s: StackSettings) -> None:
-        """The outputs every language reads. Registered as they always were (kiam's four and the
-        address while installed, nothing once retired): a new value in a running install's state
-        would be a change in its next preview."""
+        """The outputs every language reads: kiam's four and the address while installed, and
+        always the record the next update is judged from (`installed`). A component's outputs are
+        stored with the state, not diffed: a running install's first update with the record shows
+        no change (e2e/tests/test_upgrade.py, test_consumers.py)."""
         installed = self.server_nodes is not None
         self.node_role_arn = pulumi.Output.from_input(
             self.roles.node_role_arn if installed else None

@@ -37,7 +37,7 @@ from kiam_eks.components.known import lifted, when_known
 from kiam_eks.components.kubernetes_side import KubernetesSideArgs, compose_kubernetes_side
 from kiam_eks.components.last_update import judged_change
 from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
-from kiam_eks.components.namespace import kiam_namespace
+from kiam_eks.components.namespace import judged_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
 from kiam_eks.components.server import Server
 from kiam_eks.components.tls import Tls, TlsArgs
@@ -336,7 +336,7 @@ class Kiam(pulumi.ComponentResource):
         (components/agent_retirement.py says why that order holds)."""
         s = args.settings
         transition = args.transition
-        self._namespace(name, s, transition, child)
+        judged_namespace(name, s.namespace.name, transition.namespace, child)
         self.roles = RetiredRoles(
             role_base_arn=iam_policies.role_base_arn(
                 s.cluster.partition, s.cluster.account_id, s.iam
@@ -354,26 +354,6 @@ class Kiam(pulumi.ComponentResource):
             child,
         )
 
-    @staticmethod
-    def _namespace(
-        name: str, s: StackSettings, transition: Transition, child: pulumi.ResourceOptions
-    ) -> pulumi.Input[str]:
-        """kiam's namespace: created (and owned) by the stack, released, or used as found.
-
-        Released: `kiam:namespace.create` switched off for a namespace the stack created. Not
-        registering it would delete it, and everything in it, at the end of the update; it is
-        registered once more, kept on delete, so the next update forgets it from the state and
-        the cluster keeps it (settings/transitions.py)."""
-        if transition.namespace == "use":
-            return s.namespace.name
-        return kiam_namespace(
-            f"{name}-namespace",
-            s.namespace.name,
-            pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(retain_on_delete=transition.namespace == "release")
-            ),
-        )
-
     def _install(self, name: str, args: Composition, child: pulumi.ResourceOptions) -> None:
         s, cloud = args.settings, args.cloud
         adoption = s.adoption_state
@@ -387,7 +367,7 @@ class Kiam(pulumi.ComponentResource):
         )
         server_nodes = cloud.server_nodes(names.server_nodes_name(name), self.roles, child)
         self.server_nodes = server_nodes
-        namespace = self._namespace(name, s, transition, child)
+        namespace = judged_namespace(name, s.namespace.name, transition.namespace, child)
 
         domain = s.cluster.cluster_domain
         ca = adoption.running_install_ca

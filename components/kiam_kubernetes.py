@@ -26,16 +26,14 @@ from kiam_eks.components.argument_types import (
 from kiam_eks.components.cloud import KeyPair
 from kiam_eks.components.kubernetes_side import KubernetesSideArgs, compose_kubernetes_side
 from kiam_eks.components.last_update import judged_kubernetes_side
-from kiam_eks.components.namespace import kiam_namespace
+from kiam_eks.components.namespace import judged_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
 from kiam_eks.components.tls import ProvidedCertificates, TlsArgs
 from kiam_eks.contracts import names, tokens
 from kiam_eks.settings.adoption import Adoption
 from kiam_eks.settings.installed import kubernetes_side_installed
-from kiam_eks.settings.kubernetes_side import KubernetesSideSettings
 from kiam_eks.settings.public_args import checked_role_arn, kubernetes_side
 from kiam_eks.settings.tls import TlsSettings
-from kiam_eks.settings.transitions import Transition
 
 
 # The docstrings below are the package schema's descriptions (the provider reads them from the
@@ -103,7 +101,7 @@ class KiamKubernetes(pulumi.ComponentResource):
         transition = judged_kubernetes_side(s, name, source)
         super().__init__(tokens.KIAM_KUBERNETES, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = self._namespace(name, s, transition, child)
+        namespace = judged_namespace(name, s.namespace.name, transition.namespace, child)
         domain = s.cluster.cluster_domain
         service = s.server.service_name
         dns_names = names.service_dns_names(service, s.namespace.name, domain)
@@ -176,23 +174,6 @@ class KiamKubernetes(pulumi.ComponentResource):
             "agent_daemon_set_name": self.agent_daemon_set_name,
         }
         self.register_outputs(outputs)
-
-    @staticmethod
-    def _namespace(
-        name: str, s: KubernetesSideSettings, transition: Transition, child: pulumi.ResourceOptions
-    ) -> pulumi.Input[str]:
-        """Created (and owned), released (`namespace.create` switched off for a namespace it
-        created: registered once more, kept on delete, forgotten by the next update), or used
-        as found; as `Kiam`'s (settings/transitions.py)."""
-        if transition.namespace == "use":
-            return s.namespace.name
-        return kiam_namespace(
-            f"{name}-namespace",
-            s.namespace.name,
-            pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(retain_on_delete=transition.namespace == "release")
-            ),
-        )
 
 
 def _checked_once_known(arn: pulumi.Input[str], argument: str) -> pulumi.Input[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from kiam_eks.settings.transitions import NamespaceMode
+
 # The agent needs host networking and NET_ADMIN: Pod Security must allow it in kiam's namespace.
 POD_SECURITY_LABELS = {"pod-security.kubernetes.io/enforce": "privileged"}
 
@@ -19,3 +21,24 @@ def kiam_namespace(
         opts=opts,
     ).metadata.name
     return namespace
+
+
+def judged_namespace(
+    component: str, name: str, mode: NamespaceMode, child: pulumi.ResourceOptions
+) -> pulumi.Input[str]:
+    """kiam's namespace as the change judged it (`Transition.namespace`): created (and owned)
+    by the stack, released, or used as found.
+
+    Released: `namespace.create` switched off for a namespace the stack created. Not registering
+    it would delete it, and everything in it, at the end of the update; it is registered once
+    more, kept on delete, so the next update forgets it from the state and the cluster keeps it
+    (settings/transitions.py)."""
+    if mode == "use":
+        return name
+    return kiam_namespace(
+        f"{component}-namespace",
+        name,
+        pulumi.ResourceOptions.merge(
+            child, pulumi.ResourceOptions(retain_on_delete=mode == "release")
+        ),
+    )

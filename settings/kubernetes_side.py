@@ -39,6 +39,13 @@ class NamespaceSettings(Model):
     )
 
 
+def refuse_first(*problems: str | None) -> None:
+    """Raise the first problem found (a model validator's refusal), if any."""
+    for problem in problems:
+        if problem is not None:
+            raise ValueError(problem)
+
+
 def too_few_nodes(min_size: int, replicas: int) -> str | None:
     """Why the servers cannot all run on the nodes the group keeps, or None: hard anti-affinity
     puts one server per node (components/server.py), so with fewer nodes than servers the extra
@@ -123,14 +130,12 @@ class KubernetesSideSettings(Model):
 
     @model_validator(mode="after")
     def _check(self) -> KubernetesSideSettings:
-        for problem in (
+        refuse_first(
             too_few_nodes(self.node_group.min_size, self.server.replicas),
             agents_tolerate_server_taint(self.agent, self.node_group.taint),
             server_name_too_long(self.server, self.namespace.name, self.cluster.cluster_domain),
             creates_an_initial_namespace(self.namespace),
-        ):
-            if problem is not None:
-                raise ValueError(problem)
+        )
         return self
 
 

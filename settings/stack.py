@@ -22,6 +22,7 @@ from kiam_eks.settings.kubernetes_side import (
     NamespaceSettings,
     agents_tolerate_server_taint,
     creates_an_initial_namespace,
+    refuse_first,
     server_name_too_long,
     too_few_nodes,
 )
@@ -125,18 +126,14 @@ class StackSettings(Model):
         self._adoption_state = Adoption.of(self.adoption)
         # The rules across the sections the Kubernetes side reads, which `KiamKubernetes`
         # holds too (settings/kubernetes_side.py).
-        for problem in (
+        refuse_first(
             too_few_nodes(self.node_group.min_size, self.server.replicas),
             agents_tolerate_server_taint(self.agent, self.node_group.taint),
-        ):
-            if problem is not None:
-                raise ValueError(problem)
-        self._check_zones()
-        problem = server_name_too_long(
-            self.server, self.namespace.name, self.cluster.cluster_domain
         )
-        if problem is not None:
-            raise ValueError(problem)
+        self._check_zones()
+        refuse_first(
+            server_name_too_long(self.server, self.namespace.name, self.cluster.cluster_domain)
+        )
         self._check_applications()
         self._check_existing_permitted()
         # IAM's quotas, at plan time: PutRolePolicy would refuse it half way through `up`.
@@ -161,9 +158,7 @@ class StackSettings(Model):
                 "servers the running install's agents and Service are in charge, which this "
                 "stack's ServiceMonitors and alerts would not see"
             )
-        problem = creates_an_initial_namespace(self.namespace)
-        if problem is not None:
-            raise ValueError(problem)
+        refuse_first(creates_an_initial_namespace(self.namespace))
         return self
 
     def _check_zones(self) -> None:

@@ -138,7 +138,7 @@ class Transition:
         return installed_by(settings, self.previous)
 
 
-def first_update(settings: StackSettings) -> Transition:
+def first_update(settings: KubernetesSide) -> Transition:
     """A stack's first update: nothing runs yet, so nothing to keep or arrange."""
     return Transition(
         previous=None,
@@ -1072,9 +1072,7 @@ def judge(
                 "stack's own command line",
             )
         )
-    problems = [str(v) for v in verdicts if v.kind is Kind.REFUSED]
-    if problems:
-        raise RefusedChangeError(source, problems)
+    _refuse(verdicts, source)
     return Transition(
         previous=previous,
         verdicts=tuple(verdicts),
@@ -1095,7 +1093,7 @@ def judge_kubernetes_side(
     would have to present a certificate naming the old address and the new while the agents
     move, and `KiamKubernetes` serves the certificates it is given. Raises `RefusedChangeError`."""
     if previous is None:
-        return _kubernetes_side_transition(settings, None, ())
+        return first_update(settings)
     verdicts = [*_namespace(previous, settings), *_agents(previous, settings)]
     for moved in _server_address(previous, settings):
         if moved.kind is Kind.SEQUENCED and previous.server is not None:
@@ -1108,23 +1106,20 @@ def judge_kubernetes_side(
                 f"{old.rsplit(':', 1)[0]}",
             )
         verdicts.append(moved)
+    _refuse(verdicts, source)
+    return replace(
+        first_update(settings),
+        previous=previous,
+        verdicts=tuple(verdicts),
+        namespace=namespace_mode(settings, previous),
+    )
+
+
+def _refuse(verdicts: Sequence[Verdict], source: str) -> None:
+    """Raise `RefusedChangeError` naming every refused change, if any."""
     problems = [str(v) for v in verdicts if v.kind is Kind.REFUSED]
     if problems:
         raise RefusedChangeError(source, problems)
-    return _kubernetes_side_transition(settings, previous, tuple(verdicts))
-
-
-def _kubernetes_side_transition(
-    settings: KubernetesSideSettings, previous: Installed | None, verdicts: tuple[Verdict, ...]
-) -> Transition:
-    return Transition(
-        previous=previous,
-        verdicts=verdicts,
-        namespace=namespace_mode(settings, previous),
-        previous_server_names=(),
-        roll_agents_before_retiring=False,
-        restore_agents=False,
-    )
 
 
 def _agent_addon_registered(state: Mapping[str, str]) -> bool:

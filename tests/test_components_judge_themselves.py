@@ -217,3 +217,19 @@ def test_kiam_kubernetes_without_a_record_is_applied_as_before_with_a_warning(
         "output 'installed', written from version 0.2.0 on), so this change is not judged "
         "against it: it is applied as a first install would be, and recorded for the next"
     ]
+
+
+def test_two_components_of_one_name_cannot_be_judged(first: Recording) -> None:
+    """Matched by type and name: two `Kiam` named alike under different parents would make
+    either record the other's, so the change is refused rather than judged from the wrong one."""
+    urn = first.one(tokens.KIAM).urn
+    twin = urn.replace("$kiam:index:Kiam::", "$my:index:Platform$kiam:index:Kiam::")
+    both = replace(
+        first,
+        registrations=[*first.registrations, replace(first.one(tokens.KIAM), urn=twin)],
+    )
+    recording, refused = run(ARGS, both)
+    assert recording.registrations == []
+    assert len(refused) == 1
+    assert "the stack holds 2 kiam:index:Kiam components named 'kiam'" in str(refused[0])
+    assert str(refused[0]).endswith("the change cannot be judged, so nothing is changed")

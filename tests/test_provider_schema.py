@@ -14,7 +14,11 @@ import yaml
 from kiam_eks.components.kiam import Kiam, KiamArgs
 from kiam_eks.components.kiam_kubernetes import KiamKubernetes, KiamKubernetesArgs
 from kiam_eks.contracts import tokens
-from kiam_eks.settings.public_args import KIAM_ARGUMENTS, KUBERNETES_SIDE_ARGUMENTS
+from kiam_eks.settings.public_args import (
+    KIAM_ARGUMENTS,
+    KUBERNETES_SIDE_ARGUMENTS,
+    KUBERNETES_SIDE_INPUTS,
+)
 from tools import api_reference
 
 
@@ -116,6 +120,11 @@ def _field_docstrings(cls: type) -> dict[str, str]:
 def test_each_setting_of_kiam_kubernetes_is_kiams_argument_of_that_name() -> None:
     docstrings = _field_docstrings(KiamKubernetesArgs)
     assert set(docstrings) == set(KiamKubernetesArgs.__annotations__)
+    # The adapter's two lists are exactly the component's arguments (settings/public_args.py).
+    assert set(KiamKubernetesArgs.__annotations__) == {
+        *KUBERNETES_SIDE_ARGUMENTS,
+        *KUBERNETES_SIDE_INPUTS,
+    }
     kiam = _field_docstrings(KiamArgs)
     for argument in KUBERNETES_SIDE_ARGUMENTS:
         assert f"(`kiam:{KIAM_ARGUMENTS[argument]}`" in docstrings[argument], argument

@@ -32,12 +32,12 @@ from e2e.harness.pulumi import PulumiCommandError, install_provider
 from e2e.harness.shape import WORKERS
 from e2e.harness.watcher import Watcher
 from kiam_eks.contracts import names
+from kiam_eks.program.kube_api import KubeApi
 from kiam_eks.settings import SettingsError
 from kiam_eks.settings.base import duration_seconds, is_duration
 from kiam_eks.settings.loader import settings_from_stack_file, stack_name_of
 from tools.interrupted.kubernetes_objects import KubernetesObjects
 from tools.interrupted.recover import NeedsOperator, recover, unlocked
-from tools.kube_api import KubeApi
 from tools.stack_source import add_stack_source, stack_file_of
 
 CLUSTER_NAME = "kiam-sandbox"

@@ -16,7 +16,7 @@ the association or the IRSA annotation. Once the API lists every pod (and kwok r
 tool runs in its own process (`--config-file`, `--kubeconfig`, `--json`), timed, its peak memory
 read from the kernel (`wait4`), and its answer checked: kiam_usage claims every kiam pod for its
 application in every namespace and exits 0; kiam_draft drafts an application in every namespace.
-The list requests each tool makes (pages of `tools.kube_api.PAGE_SIZE`) are counted by reading
+The list requests each tool makes (pages of `kiam_eks.program.kube_api.PAGE_SIZE`) are counted by reading
 the cluster as the tool does, in this process.
 
 Prints a Markdown table (step, seconds, peak MiB, list requests) and exits 1 if any step failed.
@@ -52,9 +52,9 @@ from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.kube import Kube
 from e2e.harness.pulumi import PulumiStack
 from kiam_eks.contracts.labels import ROLE_ANNOTATION
+from kiam_eks.program.kube_api import KubeApi
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from tools import kiam_draft, kiam_usage
-from tools.kube_api import KubeApi
 from tools.scale_stack import scale_config
 
 # The largest round size a stack file of the scale stack's shape holds (737, contracts/pulumi_config.py).

@@ -45,7 +45,7 @@ class KubeconfigCluster:
 def current_cluster(kubeconfig: str) -> KubeconfigCluster:
     """The cluster entry of `kubeconfig`'s current context: `kubeconfig` is the document, or the
     path of a file holding it (the Kubernetes provider takes either)."""
-    current = current_context(_document(kubeconfig))
+    current = current_context(kubeconfig_document(kubeconfig))
     server = current.cluster.get("server")
     if not isinstance(server, str) or not server:
         raise KubeconfigError(f"its cluster {current.cluster_entry['name']} has no server")
@@ -57,7 +57,8 @@ def current_cluster(kubeconfig: str) -> KubeconfigCluster:
     )
 
 
-def _document(kubeconfig: str) -> Any:
+def kubeconfig_document(kubeconfig: str) -> Any:
+    """The parsed kubeconfig: `kubeconfig` is the document, or the path of a file holding it."""
     try:
         document = load_yaml(kubeconfig)
     except yaml.YAMLError:

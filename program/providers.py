@@ -9,12 +9,18 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+import yaml
 
+from kiam_eks.components.lookups import failure_reason
 from kiam_eks.components.pod_identity import check_agent_addon, check_agent_addon_absent
-from kiam_eks.program.cluster_identity import check_cluster_identity
+from kiam_eks.contracts.kubeconfig import KubeconfigError
+from kiam_eks.program.cluster_identity import check_cluster_identity, kubeconfig_document
+from kiam_eks.program.kube_api import KubeApi, private_file, with_exec_token
 from kiam_eks.program.kubernetes import kubernetes_provider
+from kiam_eks.program.live_cluster import Connect, check_live_cluster
+from kiam_eks.settings.loader import stack_file_for
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import Transition
+from kiam_eks.settings.transitions import RefusedChangeError, Transition
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,15 @@ def create_providers(settings: StackSettings, transition: Transition | None = No
         # Before the Kubernetes provider is registered: a kubeconfig that reaches another
         # cluster stops the plan here (program/cluster_identity.py).
         check_cluster_identity(settings, pulumi.InvokeOptions(provider=aws_provider))
+    if transition is not None:
+        # Before the Kubernetes provider is registered: a step that stops kiam serving pods
+        # still asking it stops the plan here (program/live_cluster.py).
+        connect = connect_to_cluster(settings, pulumi.InvokeOptions(provider=aws_provider))
+        try:
+            check_live_cluster(settings, transition, connect, stack_file_for(pulumi.get_stack()))
+        except RefusedChangeError as error:
+            raise pulumi.RunError(str(error)) from None
+    if settings.kubeconfig is not None:
         kubeconfig: pulumi.Input[str] = pulumi.Output.secret(settings.kubeconfig.get_secret_value())
     else:
         assert eks is not None
@@ -89,44 +104,78 @@ def _cluster_kubeconfig(
             lambda t: {"token": t}
         )
     else:
-        user = pulumi.Output.from_input(
-            {
-                "exec": {
-                    "apiVersion": "client.authentication.k8s.io/v1beta1",
-                    "command": "aws",
-                    "args": [
-                        "eks",
-                        "get-token",
-                        "--cluster-name",
-                        cluster.name,
-                        "--region",
-                        cluster.region,
-                    ],
-                    "interactiveMode": "Never",
-                }
-            }
-        )
+        user = pulumi.Output.from_input(exec_user(settings))
     ca_data = eks.certificate_authorities.apply(lambda authorities: authorities[0].data)
     document = pulumi.Output.all(eks.endpoint, ca_data, user).apply(
-        lambda parts: json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": cluster.name,
-                        "cluster": {
-                            "server": parts[0],
-                            "certificate-authority-data": parts[1],
-                        },
-                    }
-                ],
-                "users": [{"name": "pulumi", "user": parts[2]}],
-                "contexts": [
-                    {"name": cluster.name, "context": {"cluster": cluster.name, "user": "pulumi"}}
-                ],
-                "current-context": cluster.name,
-            }
-        )
+        lambda parts: json.dumps(eks_kubeconfig(settings, parts[0], parts[1], parts[2]))
     )
     return pulumi.Output.secret(document)
+
+
+def exec_user(settings: StackSettings) -> dict[str, Any]:
+    """A kubeconfig user that runs `aws eks get-token` for the stack's cluster (the Amazon EKS User
+    Guide, "Connect kubectl to an EKS cluster by creating a kubeconfig file")."""
+    cluster = settings.cluster
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "aws",
+            "args": [
+                "eks",
+                "get-token",
+                "--cluster-name",
+                cluster.name,
+                "--region",
+                cluster.region,
+            ],
+            "interactiveMode": "Never",
+        }
+    }
+
+
+def eks_kubeconfig(
+    settings: StackSettings, endpoint: str, ca_data: str, user: dict[str, Any]
+) -> dict[str, Any]:
+    """The kubeconfig of the stack's EKS cluster: its endpoint, its certificate authority
+    (`certificateAuthority.data`), `user` as its one user."""
+    name = settings.cluster.name
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}
+        ],
+        "users": [{"name": "pulumi", "user": user}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "pulumi"}}],
+        "current-context": name,
+    }
+
+
+def connect_to_cluster(settings: StackSettings, opts: pulumi.InvokeOptions) -> Connect:
+    """Opens the stack's cluster for a read at preview (program/live_cluster.py), as its
+    Kubernetes provider reaches it: `kiam:kubeconfig` (checked to be the stack's cluster first),
+    else the EKS cluster's endpoint and authority with a token (`kiam:cluster.kubernetesAuth`:
+    the provider's token, or `aws eks get-token` run once)."""
+
+    def connect() -> KubeApi:
+        if settings.kubeconfig is not None:
+            document = kubeconfig_document(settings.kubeconfig.get_secret_value())
+        else:
+            name = settings.cluster.name
+            try:
+                eks = aws.eks.get_cluster(name=name, opts=opts)
+                if settings.cluster.kubernetes_auth == "token":
+                    user = {"token": aws.eks.get_cluster_auth(name=name, opts=opts).token}
+                else:
+                    user = exec_user(settings)
+            except Exception as error:  # the provider's error, whatever EKS answered
+                raise KubeconfigError(
+                    f"the look-up of EKS cluster {name} failed: {failure_reason(error)}"
+                ) from None
+            document = eks_kubeconfig(
+                settings, eks.endpoint, eks.certificate_authorities[0].data, user
+            )
+        with_exec_token(document)
+        return KubeApi(private_file("kubeconfig.yaml", yaml.safe_dump(document)))
+
+    return connect

@@ -690,7 +690,7 @@ def _existing_permitted(prev: Installed, s: StackSettings) -> list[Verdict]:
 
 
 def _retire(prev: Installed, s: StackSettings) -> list[Verdict]:
-    leaving = _leaving_kiam(prev, s)
+    leaving = leaving_kiam(prev, s)
     if s.retire and prev.kiam_installed and leaving:
         # Each alone is allowed: the move while kiam still runs (moving back is one `pulumi up`),
         # the retirement once nothing is served by kiam. Together, a pod the move leaves without
@@ -721,7 +721,7 @@ def _retire(prev: Installed, s: StackSettings) -> list[Verdict]:
     return []
 
 
-def _leaving_kiam(prev: Installed, s: StackSettings) -> list[tuple[str, ServedBy, ServedBy]]:
+def leaving_kiam(prev: Installed, s: StackSettings) -> list[tuple[str, ServedBy, ServedBy]]:
     """The applications kiam served at the last update and this one moves off it."""
     return [
         (app, old.served_by, s.applications[app].served_by)
@@ -977,7 +977,9 @@ TABLE: tuple[Row, ...] = (
         "kiam:applications.<name>.servedBy",
         (Kind.SAFE, Kind.REFUSED),
         "One step along its path, forward or back, is one `pulumi up` (docs/leaving-kiam.md); a "
-        "skipped step is refused with the steps to take.",
+        "skipped step is refused with the steps to take. The last step off kiam reads the "
+        "cluster's pods at preview and is refused while one gets its credentials from kiam alone, "
+        "naming it and its rollout (program/live_cluster.py), or while the cluster cannot be read.",
         _applications,
     ),
     Row(
@@ -1024,7 +1026,8 @@ TABLE: tuple[Row, ...] = (
         (Kind.SEQUENCED, Kind.SAFE, Kind.REFUSED),
         "true: the agents roll to remove their rule, then kiam is deleted, agents first "
         "(components/agent_retirement.py); refused in the same update as an application's last "
-        "step off kiam (that step first, on its own). false after a retirement that stopped half "
+        "step off kiam (that step first, on its own), and while a live pod gets its credentials "
+        "from kiam alone (read at preview: program/live_cluster.py). false after a retirement that stopped half "
         "way: the agents roll back to the stack's own command line. false once retired: a new "
         "install.",
         _retire,

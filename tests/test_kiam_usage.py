@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from kiam_eks.program.credential_sources import Needs, Source, source_of, usage
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.stack import StackSettings
 from tests.conftest import base_config
 from tools import kiam_usage
-from tools.credential_sources import Needs, Source, source_of, usage
 from tools.kiam_usage import BadInputError, kubeconfig_of, main
 
 BASE = "arn:aws:iam::111122223333:role/kiam-apps/"

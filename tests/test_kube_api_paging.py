@@ -1,4 +1,4 @@
-"""`tools.kube_api.KubeApi` lists a collection in pages (`limit`, `continue`), keeps the path's
+"""`kiam_eks.program.kube_api.KubeApi` lists a collection in pages (`limit`, `continue`), keeps the path's
 own query on every page, starts over when a continue token expired, and starts a watch from the
 paged list: against a small HTTP API server on localhost."""
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.kube_api import LIST_ATTEMPTS, PAGE_SIZE, ApiError, KubeApi
+from kiam_eks.program.kube_api import LIST_ATTEMPTS, PAGE_SIZE, ApiError, KubeApi
 
 TOTAL = 1234
 NAMES = [f"pod-{i:04d}" for i in range(TOTAL)]

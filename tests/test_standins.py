@@ -26,6 +26,7 @@ from kiam_eks.components.tls import TlsArgs, certificate_requests
 from kiam_eks.contracts import names
 from kiam_eks.contracts.agent_rule import Rule
 from kiam_eks.contracts.pod_identity import ASSOCIATION_REPLACE_FIELDS
+from kiam_eks.program.kube_api import KubeApi
 from kiam_eks.settings.applications import ServedBy
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.node_group import NodeGroupSettings
@@ -34,7 +35,6 @@ from kiam_eks.settings.tls import TlsSettings
 from tests.conftest import base_config, example_config, run_component, run_program
 from tests.test_node_changes import CHANGES as NODE_CHANGES
 from tests.test_node_changes import NODE_GROUP
-from tools.kube_api import KubeApi
 from tools.mock_engine import Recording
 
 SUBNETS = [

@@ -20,7 +20,7 @@ from typing import Any
 from kiam_eks.contracts import kiam, pod_identity
 from kiam_eks.contracts.iam import ROLE_ARN_PATTERN, role_arn_parts
 from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
-from tools.credential_sources import is_live
+from kiam_eks.program.credential_sources import is_live
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")

@@ -42,12 +42,12 @@ from typing import Any
 
 import yaml
 
+from kiam_eks.program.kube_api import ApiError
 from kiam_eks.settings import SettingsError
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.specs.iam_policies import role_base_arn
 from tools.application_draft import Draft, draft
 from tools.kiam_usage import BadInputError, cluster_api, open_stack
-from tools.kube_api import ApiError
 from tools.stack_source import add_stack_source, stack_file_of
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2

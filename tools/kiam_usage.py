@@ -14,7 +14,7 @@ command stops rather than read another cluster); else `$KUBECONFIG` (one file) o
 exec plugin (such as `aws eks get-token`), which is run once for a token.
 
 Only the live pods are read (`GET /api/v1/pods`, `/api/v1/namespaces`); pods that ended
-(Succeeded, Failed) are left out. Credentials, per pod (`tools/credential_sources.py`):
+(Succeeded, Failed) are left out. Credentials, per pod (`program/credential_sources.py`):
 `kiam` (the `iam.amazonaws.com/role` annotation only), `web-identity` or `pod-identity` (every
 container carries IRSA's or Pod Identity's environment, which the SDKs read before kiam's
 metadata API), `kiam+web-identity` or `kiam+pod-identity` (both), `none`. A pod of an application
@@ -78,7 +78,6 @@ import shutil
 import ssl
 import subprocess
 import sys
-import tempfile
 import urllib.error
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,12 +86,12 @@ from typing import Any
 import yaml
 
 from kiam_eks.contracts.kubeconfig import KubeconfigError, current_context
+from kiam_eks.program.credential_sources import PodUsage, Usage, usage
+from kiam_eks.program.kube_api import ApiError, KubeApi, private_file, with_exec_token
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from kiam_eks.settings.base import UNDECRYPTED_SECRET
 from kiam_eks.settings.loader import stack_name_of
 from kiam_eks.settings.stack import StackSettings
-from tools.credential_sources import PodUsage, Usage, usage
-from tools.kube_api import ApiError, KubeApi
 from tools.role_trust import Boto3Iam, TrustCheck, trust_checks
 from tools.stack_source import add_stack_source, stack_file_of
 
@@ -198,7 +197,7 @@ def kubeconfig_of(
         value = settings.kubeconfig.get_secret_value()
         if value == UNDECRYPTED_SECRET:
             value = _pulumi_secret(stack, stack_file, environ)
-        return _private_file("kubeconfig.yaml", value)
+        return private_file("kubeconfig.yaml", value)
     listed = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
     if len(listed) > 1:
         raise BadInputError(
@@ -242,14 +241,6 @@ def _pulumi_secret(stack: str, stack_file: Path, environ: dict[str, str]) -> str
     return done.stdout
 
 
-def _private_file(name: str, text: str) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="kiam-usage-"))
-    path = folder / name
-    path.touch(mode=0o600)
-    path.write_text(text)
-    return path
-
-
 def read_cluster(kubeconfig: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every pod and namespace of the cluster."""
     api = cluster_api(kubeconfig)
@@ -276,37 +267,16 @@ def cluster_api(kubeconfig: Path) -> KubeApi:
 
 def _with_exec_token(kubeconfig: Path) -> Path:
     """The kubeconfig, or, when its current user runs an exec plugin (`aws eks get-token`), a
-    copy holding the token that plugin prints (client.authentication.k8s.io ExecCredential)."""
+    copy holding the token that plugin prints (program/kube_api.py `with_exec_token`)."""
     config = yaml.safe_load(kubeconfig.read_text())
-    user = current_context(config).user
-    plugin = user.get("exec")
-    if not plugin or user.get("token"):
+    current_context(config)  # a kubeconfig without one is not this function's to explain
+    try:
+        replaced = with_exec_token(config)
+    except KubeconfigError as error:
+        raise BadInputError(f"kubeconfig {kubeconfig}: {error}") from None
+    if not replaced:
         return kubeconfig
-    env = {**os.environ, **{e["name"]: e["value"] for e in plugin.get("env") or []}}
-    try:
-        done = subprocess.run(
-            [plugin["command"], *(plugin.get("args") or [])],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except OSError as error:
-        raise BadInputError(
-            f"kubeconfig {kubeconfig}: its exec plugin cannot run: {error}"
-        ) from None
-    try:
-        token = json.loads(done.stdout)["status"]["token"] if done.returncode == 0 else None
-    except (ValueError, KeyError, TypeError):
-        token = None
-    if not token:
-        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise BadInputError(
-            f"kubeconfig {kubeconfig}: its exec plugin {plugin['command']} gave no token: {last}"
-        )
-    user.pop("exec")
-    user["token"] = token
-    return _private_file("kubeconfig.yaml", yaml.safe_dump(config))
+    return private_file("kubeconfig.yaml", yaml.safe_dump(config))
 
 
 def as_json(stack: str, found: Usage, trust: Sequence[TrustCheck] = ()) -> dict[str, Any]:

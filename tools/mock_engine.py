@@ -31,6 +31,8 @@ from pydantic import ValidationError
 from kiam_eks.components.last_update import READ_STACK_RESOURCES, plain_struct
 from kiam_eks.contracts import pod_identity, tokens
 from kiam_eks.contracts.eks_node_group import FORCE_NEW
+from kiam_eks.program import live_cluster
+from kiam_eks.program.kube_api import ApiError
 from kiam_eks.settings.cluster import partition_of
 from kiam_eks.settings.installed import RECORDING_COMPONENTS
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
@@ -515,9 +517,29 @@ def addons_the_stack_expects(config: Mapping[str, Any]) -> tuple[str, ...]:
     return () if agent.manage_addon else (pod_identity.AGENT_ADDON,)
 
 
+@dataclass(frozen=True)
+class MockCluster:
+    """The cluster a program reads at preview (program/live_cluster.py), offline: the pods and
+    namespaces given (the API server's JSON objects), none by default. The offline plan cannot
+    see the cluster's pods; a preview on the cluster reads them."""
+
+    pods: tuple[dict[str, Any], ...] = ()
+    namespaces: tuple[dict[str, Any], ...] = ()
+    server: str = "https://mock-cluster.invalid"
+    unreadable: str | None = None
+    """Set: every read fails with this, as an API server that refuses would."""
+
+    def items(self, path: str) -> list[dict[str, Any]]:
+        if self.unreadable is not None:
+            raise ApiError(403, self.unreadable)
+        collections = {"/api/v1/pods": self.pods, "/api/v1/namespaces": self.namespaces}
+        return [dict(item) for item in collections[path]]
+
+
 class MockEngine:
     """Runs a Pulumi program to completion under the mocks and returns what it registered: on
-    the cluster the stack describes (`addons_the_stack_expects`) unless told its add-ons."""
+    the cluster the stack describes (`addons_the_stack_expects`) unless told its add-ons, whose
+    pods are `cluster`'s."""
 
     def __init__(
         self,
@@ -532,8 +554,10 @@ class MockEngine:
         last_outputs: Mapping[str, Any] | None = None,
         last_run: Recording | None = None,
         last_resources: Mapping[str, str] | None = None,
+        cluster: MockCluster | None = None,
     ) -> None:
         partition = partition_of(region)
+        self.cluster = cluster or MockCluster()
         if cluster_addons is None:
             cluster_addons = addons_the_stack_expects(config or {})
         last_component_outputs = None
@@ -572,8 +596,12 @@ class MockEngine:
             {k: v if isinstance(v, str) else json.dumps(v) for k, v in self.config.items()},
             self.secret_keys,
         )
-        with _no_source_positions():
-            pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
+        live_cluster.offline_cluster = self.cluster
+        try:
+            with _no_source_positions():
+                pulumi.runtime.test(program)()  # type: ignore[no-untyped-call]
+        finally:
+            live_cluster.offline_cluster = None
         return Recording(
             registrations=list(monitor.registrations),
             stack_outputs=_stack_outputs(),
@@ -593,17 +621,18 @@ def run_main(
     last_outputs: Mapping[str, Any] | None = None,
     last_run: Recording | None = None,
     last_resources: Mapping[str, str] | None = None,
+    cluster: MockCluster | None = None,
 ) -> Recording:
     """Run the real `__main__.py` with a stack's `config:` map, exactly as `pulumi up` would start
     it, against a cluster running `cluster_addons` (by default those the stack expects:
-    `addons_the_stack_expects`), failing the look-ups `refused_lookups` names (token -> why), for
+    `addons_the_stack_expects`) and `cluster`'s pods (by default none), failing the look-ups `refused_lookups` names (token -> why), for
     a stack whose last update left `last_outputs`, or everything `last_run` registered and
     exported (by default nothing: a new stack)."""
-    cluster = config.get("kiam:cluster")
-    cluster = cluster if isinstance(cluster, dict) else {}
+    section = config.get("kiam:cluster")
+    section = section if isinstance(section, dict) else {}
     engine = MockEngine(
-        account_id=str(cluster.get("accountId", "111122223333")),
-        region=str(cluster.get("region", "eu-west-1")),
+        account_id=str(section.get("accountId", "111122223333")),
+        region=str(section.get("region", "eu-west-1")),
         stack=stack,
         config=config,
         secret_keys=secret_keys,
@@ -612,5 +641,6 @@ def run_main(
         last_outputs=last_outputs,
         last_run=last_run,
         last_resources=last_resources,
+        cluster=cluster,
     )
     return engine.run(lambda: runpy.run_path(str(MAIN), run_name="__main__"))

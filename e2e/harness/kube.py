@@ -1,4 +1,4 @@
-"""The harness's client of a control plane: the API client the tools use (`tools/kube_api.py`),
+"""The harness's client of a control plane: the API client the tools use (`program/kube_api.py`),
 plus `kubectl` for everything a user would type."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from tools.kube_api import ApiError, KubeApi, is_ready, selector
+from kiam_eks.program.kube_api import ApiError, KubeApi, is_ready, selector
 
 __all__ = ["ApiError", "Kube", "is_ready", "selector"]
 

@@ -15,9 +15,9 @@ from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs
 from e2e.standins.roles import ComputedApplicationRole, ComputedExistingRole, ComputedRoles
 from kiam_eks.components.cloud import ApplicationAccess, KiamRoles
 from kiam_eks.contracts.pod_identity import AGENT_ADDON
+from kiam_eks.program.kube_api import KubeApi
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.stack import StackSettings
-from tools.kube_api import KubeApi
 
 # The API server's OpenID Provider Configuration (Kubernetes documentation, "Managing Service
 # Accounts", "Service account issuer discovery").

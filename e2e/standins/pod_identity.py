@@ -51,7 +51,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kiam_eks.contracts.pod_identity import AGENT_ADDON
-from tools.kube_api import KubeApi
+from kiam_eks.program.kube_api import KubeApi
 
 # Where the stand-ins live: a namespace every control plane has (as the node group's).
 NAMESPACE = "kube-system"

@@ -30,7 +30,7 @@ from e2e.harness.kube import Kube
 from e2e.harness.tool_process import run_tool
 from e2e.tests.conftest import REPORT, example_config
 from kiam_eks.contracts.labels import PERMITTED_ANNOTATION, ROLE_ANNOTATION
-from tools.credential_sources import sdk_reminder
+from kiam_eks.program.credential_sources import sdk_reminder
 
 ACCOUNT = "111122223333"
 BASE = f"arn:aws:iam::{ACCOUNT}:role/kiam-apps/"

@@ -12,10 +12,10 @@ works in its application's state (`e2e/harness/watcher.py`, `CredentialWatcher`)
   credentials end with the association) -> kiam.
 - search, to IRSA: kiam -> kiam+irsa -> (service account annotated as the stack output says, pods
   recreated: they get web identity) -> irsa.
-- legacy, the hazard: kiam -> kiam+podIdentity -> podIdentity with its old pods still running.
-  The watcher must catch exactly those pods, from the moment their namespace stops admitting the
-  role, and nothing else; recreating them recovers. A negative test of the watcher, not of the
-  program (the program cannot see pods).
+- legacy, the step the cluster must judge: kiam -> kiam+podIdentity, then podIdentity while the
+  pods created under kiam still run: refused at preview and at `up` (program/live_cluster.py
+  reads the pods), naming them, with nothing changed; once they are recreated (they take Pod
+  Identity), the same step applies, watched.
 
 - the inconvenient paths: an association made outside the stack for a pair the stack then
   associates is refused and kept as it was; with `manageAddon: false` a cluster without the agent
@@ -93,6 +93,8 @@ class Story:
     agent_pods: int = 0
     nodes: int = 0
     collision: Result | None = None
+    early_preview: Result | None = None
+    early_up: Result | None = None
     kiam_pods_after_retire: int = -1
     resources_after_retire: set[tuple[str, str]] = field(default_factory=set)
     after_collision: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -221,11 +223,19 @@ def story(env: Environment, request: pytest.FixtureRequest) -> Iterator[Story]:
     scenario.roll("search", kiam_annotation=True, service_account=ACCOUNTS["search"])
     scenario.move("search", ServedBy.IRSA, "leaving-6-kiam+irsa-to-irsa.txt")
 
-    # legacy, the hazard: the moving state's pods never recreated.
+    # legacy: its last step off kiam tried while the pods created under kiam still run.
     scenario.move(
-        "legacy", ServedBy.KIAM_AND_POD_IDENTITY, "leaving-7-hazard-kiam-to-kiam+podIdentity.txt"
+        "legacy", ServedBy.KIAM_AND_POD_IDENTITY, "leaving-7-legacy-kiam-to-kiam+podIdentity.txt"
     )
-    scenario.move("legacy", ServedBy.POD_IDENTITY, "leaving-8-hazard-skipped-recreate.txt")
+    set_settings(env, stack, config({**scenario.states, "legacy": ServedBy.POD_IDENTITY}))
+    scenario.story.early_preview = stack.preview(check=False)
+    scenario.story.early_up = stack.up(check=False)
+    scenario.record("legacy: refused")
+    set_settings(env, stack, config(scenario.states))
+    scenario.roll("legacy", kiam_annotation=True, service_account=ACCOUNTS["legacy"])
+    scenario.move(
+        "legacy", ServedBy.POD_IDENTITY, "leaving-8-legacy-kiam+podIdentity-to-podIdentity.txt"
+    )
     scenario.roll("legacy", kiam_annotation=False, service_account=ACCOUNTS["legacy"])
 
     # The managed agent, measured while kiam's nodes are still there.
@@ -293,6 +303,7 @@ MOVES = [
     "search: kiam -> kiam+irsa",
     "search: kiam+irsa -> irsa",
     "legacy: kiam -> kiam+podIdentity",
+    "legacy: kiam+podIdentity -> podIdentity",
 ]
 
 
@@ -304,15 +315,14 @@ def test_no_application_pod_is_ever_without_a_working_source(story: Story, label
     assert step.without_source == {}
 
 
-def test_no_pod_roll_but_the_hazard_leaves_a_pod_without_a_source(story: Story) -> None:
+def test_no_pod_roll_leaves_a_pod_without_a_source(story: Story) -> None:
     rolls = [s for s in story.steps if "pods recreated" in s.label]
-    # Each application's first pods, billing's three recreations, search's, legacy's recovery,
+    # Each application's first pods, billing's three recreations, search's, legacy's two,
     # billing's two and search's one on the way to retirement.
-    assert len(rolls) == 3 + 3 + 1 + 1 + 3
+    assert len(rolls) == 3 + 3 + 1 + 2 + 3
     for step in rolls:
-        if step.label == "legacy: pods recreated (2)":
-            continue  # the recovery: the stranded pods run until the new ones are Ready
         assert step.errors == [], step.label
+        assert step.samples >= 3, step.label
         assert step.without_source == {}, step.label
 
 
@@ -389,21 +399,35 @@ def test_recreated_pods_take_the_successor_and_keep_it(story: Story) -> None:
     }
 
 
-def test_the_watcher_catches_exactly_the_pods_a_skipped_recreate_strands(story: Story) -> None:
-    step = story.step("legacy: kiam+podIdentity -> podIdentity")
-    stranded = {f"legacy/legacy-1-{i}" for i in range(REPLICAS)}
-    assert set(step.without_source) == stranded
-    for pod in stranded:
-        reasons = {(source, why) for _, source, why in step.without_source[pod]}
-        assert reasons == {("kiam", "its namespace does not permit the role")}
-    # Before the namespace lost the role, the same pods were served by kiam.
-    assert all("kiam" in step.sources[pod] for pod in stranded)
-    # Recreating them recovers: the new pods get Pod Identity, the stranded ones go.
-    recovered = story.step("legacy: pods recreated (2)")
-    assert {p for p in recovered.without_source} <= stranded
-    assert {p: s for p, s in recovered.sources.items() if p.startswith("legacy/legacy-2")} == {
+def test_the_last_step_off_kiam_waits_for_the_pods_created_under_kiam(story: Story) -> None:
+    """Refused at preview and at `up`, before anything is registered, naming the pods that would
+    be left without credentials; nothing changed; applied once they were recreated."""
+    refusal = (
+        "kiam:applications.legacy.servedBy: kiam+podIdentity to podIdentity stops kiam serving "
+        "arn:aws:iam::111122223333:role/kiam-apps/legacy-api, and 2 pods created before any "
+        "other wiring still get their credentials from kiam alone: legacy/legacy-1-0, "
+        "legacy/legacy-1-1 (recreate them: no workload owns them). Recreate them first (they take "
+        "Pod Identity when created again), then `pulumi up` again"
+    )
+    for result in (story.early_preview, story.early_up):
+        assert result is not None
+        assert result.returncode != 0
+        assert refusal in result.output
+        assert "Traceback" not in result.output
+    # Nothing changed: the namespace still admits the role, the association is as it was.
+    assert "legacy-api" in story.permitted["legacy: refused"]["legacy"]
+    assert (
+        story.associations["legacy: refused"]
+        == story.associations["legacy: kiam -> kiam+podIdentity"]
+    )
+    # Recreated in the moving state, they take Pod Identity; then the step applies.
+    recreated = story.step("legacy: pods recreated (2)")
+    assert {p: s for p, s in recreated.sources.items() if p.startswith("legacy/legacy-2")} == {
         f"legacy/legacy-2-{i}": {"podIdentity"} for i in range(REPLICAS)
     }
+    moved = story.step("legacy: kiam+podIdentity -> podIdentity")
+    assert moved.without_source == {}
+    assert story.permitted["legacy: kiam+podIdentity -> podIdentity"]["legacy"] == ""
 
 
 def test_the_managed_agent_runs_on_every_node(story: Story) -> None:
@@ -462,7 +486,7 @@ def test_retiring_kiam_keeps_every_application_served(story: Story) -> None:
     assert {pod: sources for pod, sources in step.sources.items()} == {
         **{f"billing/billing-6-{i}": {"podIdentity"} for i in range(REPLICAS)},
         **{f"search/search-3-{i}": {"irsa"} for i in range(REPLICAS)},
-        **{f"legacy/legacy-2-{i}": {"podIdentity"} for i in range(REPLICAS)},
+        **{f"legacy/legacy-3-{i}": {"podIdentity"} for i in range(REPLICAS)},
     }
     assert story.kiam_pods_after_retire == 0
     kept = story.resources_after_retire

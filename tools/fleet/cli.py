@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kiam_eks.program.kube_api import KubeApi
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from kiam_eks.settings.stack import StackSettings
 from tools.fleet.adoption import KEY_PATH, PHASES, refusal
@@ -37,7 +38,6 @@ from tools.fleet.report import markdown_table, text_table
 from tools.fleet.rollout import RolloutState, roll_out, running_elsewhere
 from tools.fleet.waves import fleet_stacks, plan_waves, render_plan, select, stack_file
 from tools.interrupted.lookup import adopted_arguments
-from tools.kube_api import KubeApi
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 # A rollout cancelled by a signal exits as a shell reports a process that signal ended:

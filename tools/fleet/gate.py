@@ -13,10 +13,10 @@ from typing import Any
 
 from kiam_eks.contracts.labels import NODE_GROUP_LABEL, selector_labels
 from kiam_eks.contracts.rollouts import ENDPOINT_SLICE_SERVICE_LABEL
+from kiam_eks.program.kube_api import KubeApi, is_ready, selector
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.agent_rollout import WAIT_MARGIN
 from kiam_eks.settings.stack import StackSettings
-from tools.kube_api import KubeApi, is_ready, selector
 
 Obj = dict[str, Any]
 # Taint effects that keep a pod off a node (PreferNoSchedule only discourages it).

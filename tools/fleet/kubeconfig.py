@@ -1,6 +1,6 @@
 """The kubeconfig a health gate reads a stack's cluster with: the fleet file's, else the stack's
 own `kiam:kubeconfig`, else the EKS cluster's, written by `aws eks update-kubeconfig` as
-`pulumi up` itself reaches it (program/providers.py). `tools.kube_api.KubeApi` takes certificates
+`pulumi up` itself reaches it (program/providers.py). `kiam_eks.program.kube_api.KubeApi` takes certificates
 or a token: an `exec` user (EKS's `aws eks get-token`) is run once here and its token kept."""
 
 from __future__ import annotations

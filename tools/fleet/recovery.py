@@ -8,13 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kiam_eks.program.kube_api import KubeApi
 from tools.fleet.engine import Engine, OnEvent
 from tools.interrupted.eks_node_groups import EksNodeGroups, tracked_node_groups
 from tools.interrupted.kubernetes_objects import KubernetesObjects
 from tools.interrupted.locks import Lock
 from tools.interrupted.lookup import lookup_for
 from tools.interrupted.recover import recover, unlocked
-from tools.kube_api import KubeApi
 
 RESUME = "`python -m tools.fleet up --resume`"
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kiam_eks.program.kube_api import KubeApi
 from tools.interrupted.pending import Finding, PendingOperation
-from tools.kube_api import KubeApi
 
 PREFIX = "kubernetes:"
 # A patch resource (`...Patch`) applies fields to an object that exists whether or not the patch

@@ -1,12 +1,15 @@
-"""A small, fast client of a cluster's API, from a kubeconfig: what the tools read live clusters
-with (`tools.kiam_usage`, the fleet's health gates) and the real-engine harness builds on. A
+"""A small, fast client of a cluster's API, from a kubeconfig: what the program reads the running
+cluster with at preview (program/live_cluster.py), what the tools read live clusters with
+(`tools.kiam_usage`, the fleet's health gates) and what the real-engine harness builds on. A
 watcher samples it every half second; `kubectl` would take longer than that per call."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import ssl
+import subprocess
 import tempfile
 import threading
 import urllib.error
@@ -19,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from kiam_eks.contracts.kubeconfig import current_context
+from kiam_eks.contracts.kubeconfig import KubeconfigError, current_context
 
 # Collections are listed in pages of this many items (`limit`, then `continue`), as kubectl does
 # ("kubectl get --chunk-size", default 500) and as the Kubernetes API concepts page describes
@@ -161,6 +164,47 @@ class KubeApi:
             if error.status == 404:
                 return None
             raise
+
+
+def private_file(name: str, text: str) -> Path:
+    """A file only this user reads (a kubeconfig holds credentials), in a folder of its own."""
+    folder = Path(tempfile.mkdtemp(prefix="kiam-kubeconfig-"))
+    path = folder / name
+    path.touch(mode=0o600)
+    path.write_text(text)
+    return path
+
+
+def with_exec_token(config: dict[str, Any]) -> bool:
+    """Where the current user of the parsed kubeconfig `config` runs an exec plugin (`aws eks
+    get-token`) and holds no token, run it once and put the token it prints
+    (client.authentication.k8s.io ExecCredential `status.token`) in the plugin's place; True if
+    it did. Raises `KubeconfigError` saying why the plugin gave no token."""
+    user = current_context(config).user
+    plugin = user.get("exec")
+    if not plugin or user.get("token"):
+        return False
+    env = {**os.environ, **{e["name"]: e["value"] for e in plugin.get("env") or []}}
+    try:
+        done = subprocess.run(
+            [plugin["command"], *(plugin.get("args") or [])],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise KubeconfigError(f"its exec plugin cannot run: {error}") from None
+    try:
+        token = json.loads(done.stdout)["status"]["token"] if done.returncode == 0 else None
+    except (ValueError, KeyError, TypeError):
+        token = None
+    if not token:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise KubeconfigError(f"its exec plugin {plugin['command']} gave no token: {last}")
+    user.pop("exec")
+    user["token"] = token
+    return True
 
 
 def _material(section: dict[str, Any], name: str) -> bytes | None:

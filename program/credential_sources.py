@@ -1,6 +1,7 @@
 """Where each live pod gets its AWS credentials today, judged against the stack's applications:
-the pure part of `python -m tools.kiam_usage` (no cluster access; pods and namespaces are the API
-server's JSON objects).
+the pure part of `python -m tools.kiam_usage` and of the program's read of the running cluster at
+preview (program/live_cluster.py); no cluster access here: pods and namespaces are the API
+server's JSON objects.
 
 A pod's credential source is what the SDK in it would use: IRSA's web identity or Pod Identity's
 container credentials when its containers carry that wiring (the SDKs read both before the
@@ -320,6 +321,13 @@ def _application(
     return ApplicationUsage(
         name, app, arn, annotation, pods, next=list(served.forward), ready=ready, notes=notes
     )
+
+
+def loses_kiam(pod: PodUsage) -> bool:
+    """Whether the pod gets its credentials from kiam and nothing else: once kiam stops serving
+    its role (its application's last step off kiam, or the retirement) it has none. A pod wired
+    to a successor never asks kiam, annotated or not (the SDKs read that wiring first)."""
+    return pod.source is Source.KIAM
 
 
 def _refusals(applications: list[ApplicationUsage], others: list[PodUsage]) -> list[str]:

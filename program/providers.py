@@ -17,10 +17,9 @@ from kiam_eks.contracts.kubeconfig import KubeconfigError
 from kiam_eks.program.cluster_identity import check_cluster_identity, kubeconfig_document
 from kiam_eks.program.kube_api import KubeApi, private_file, with_exec_token
 from kiam_eks.program.kubernetes import kubernetes_provider
-from kiam_eks.program.live_cluster import Connect, check_live_cluster
-from kiam_eks.settings.loader import stack_file_for
+from kiam_eks.program.live_cluster import Connect, judge_live_cluster
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import RefusedChangeError, Transition
+from kiam_eks.settings.transitions import Transition
 
 
 @dataclass(frozen=True)
@@ -74,10 +73,7 @@ def create_providers(settings: StackSettings, transition: Transition | None = No
         # Before the Kubernetes provider is registered: a step that stops kiam serving pods
         # still asking it stops the plan here (program/live_cluster.py).
         connect = connect_to_cluster(settings, pulumi.InvokeOptions(provider=aws_provider))
-        try:
-            check_live_cluster(settings, transition, connect, stack_file_for(pulumi.get_stack()))
-        except RefusedChangeError as error:
-            raise pulumi.RunError(str(error)) from None
+        judge_live_cluster(settings, transition, connect)
     if settings.kubeconfig is not None:
         kubeconfig: pulumi.Input[str] = pulumi.Output.secret(settings.kubeconfig.get_secret_value())
     else:

@@ -238,3 +238,96 @@ def test_many_pods_of_one_workload_are_counted_not_listed(moving: Recording) -> 
         ),
         str(refused.value),
     )
+
+
+# --- agents widened onto nodes that ran without them ---------------------------------------------
+
+GPU = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def node(name: str, *taints: tuple[str, str, str], **labels: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints]},
+    }
+
+
+def on(raw: dict[str, Any], node_name: str) -> dict[str, Any]:
+    raw["spec"]["nodeName"] = node_name
+    return raw
+
+
+NODES = (
+    node("worker-0"),
+    # A DaemonSet tolerates node.kubernetes.io/* itself; PreferNoSchedule keeps no pod off.
+    node(
+        "worker-1",
+        ("node.kubernetes.io/unschedulable", "", "NoSchedule"),
+        ("spot", "", "PreferNoSchedule"),
+    ),
+    node("gpu-0", ("nvidia.com/gpu", "a100", "NoSchedule")),
+    node(
+        "gpu-1",
+        ("nvidia.com/gpu", "a100", "NoSchedule"),
+        ("node.kubernetes.io/not-ready", "", "NoExecute"),
+    ),
+    # Tolerating the GPU taint is not enough here.
+    node("gpu-db-0", ("nvidia.com/gpu", "a100", "NoSchedule"), ("db", "", "NoExecute")),
+    # kiam's own servers: the agents' affinity keeps them off, whatever they tolerate.
+    node("kiam-0", ("dedicated", "kiam-server", "NoSchedule"), dedicated="kiam-server"),
+)
+ON_GPUS = (
+    on(pod("ml", "trainer-0"), "gpu-0"),  # the node's own role today
+    on(pod("ml", "trainer-1", role="ml-trainer"), "gpu-1"),
+    on(pod("ml", "tagger-0", account="tagger", env=PI_ENV), "gpu-1"),
+    on(pod("ml", "done-0", phase="Succeeded"), "gpu-0"),  # ended: not counted
+    on(pod("web", "front-0"), "worker-0"),  # where agents run already
+)
+
+
+@pytest.fixture(scope="module")
+def installed() -> Recording:
+    return run_main(base_config(), stack="test")
+
+
+def test_widened_agents_name_the_nodes_they_start_on_and_what_runs_there(
+    installed: Recording, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster = MockCluster(pods=ON_GPUS, nodes=NODES)
+    run_main(
+        base_config(agent={"tolerations": [GPU]}), stack="test", last_run=installed, cluster=cluster
+    )
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert (
+        "kiam:agent.tolerations: the agents start on 2 nodes they do not run on now: gpu-0, "
+        "gpu-1; 3 pods run there; 1 with neither a kiam annotation nor Pod Identity or IRSA "
+        "wiring reach the node's own instance role today, and get 404 from kiam's agent for any "
+        "role once it runs there: ml/trainer-0 (give each the kiam annotation of a role, or Pod "
+        "Identity or IRSA, before this update if it calls AWS); 1 with the kiam annotation, which "
+        "kiam starts serving: ml/trainer-1; 1 wired to Pod Identity or IRSA, which kiam does not "
+        "change"
+    ) in warnings
+
+
+def test_agents_not_widened_read_no_nodes(
+    installed: Recording, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster = MockCluster(unreadable="not to be read")
+    run_main(
+        base_config(agent={"logLevel": "debug"}), stack="test", last_run=installed, cluster=cluster
+    )
+    assert not [r for r in caplog.records if "kiam:agent.tolerations" in r.getMessage()]
+
+
+def test_a_widening_the_cluster_cannot_show_is_said_and_applied(
+    installed: Recording, caplog: pytest.LogCaptureFixture
+) -> None:
+    cluster = MockCluster(unreadable="nodes is forbidden")
+    run_main(
+        base_config(agent={"tolerations": [GPU]}), stack="test", last_run=installed, cluster=cluster
+    )
+    assert (
+        "kiam:agent.tolerations: the agents will tolerate more taints, and the cluster at "
+        "https://mock-cluster.invalid cannot be read to say which nodes they start on and what "
+        "runs there (ApiError: HTTP 403: nodes is forbidden)"
+    ) in [r.getMessage() for r in caplog.records]

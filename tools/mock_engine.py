@@ -519,12 +519,13 @@ def addons_the_stack_expects(config: Mapping[str, Any]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class MockCluster:
-    """The cluster a program reads at preview (program/live_cluster.py), offline: the pods and
-    namespaces given (the API server's JSON objects), none by default. The offline plan cannot
-    see the cluster's pods; a preview on the cluster reads them."""
+    """The cluster a program reads at preview (program/live_cluster.py), offline: the pods,
+    namespaces and nodes given (the API server's JSON objects), none by default. The offline plan
+    cannot see the cluster; a preview on the cluster reads it."""
 
     pods: tuple[dict[str, Any], ...] = ()
     namespaces: tuple[dict[str, Any], ...] = ()
+    nodes: tuple[dict[str, Any], ...] = ()
     server: str = "https://mock-cluster.invalid"
     unreadable: str | None = None
     """Set: every read fails with this, as an API server that refuses would."""
@@ -532,7 +533,11 @@ class MockCluster:
     def items(self, path: str) -> list[dict[str, Any]]:
         if self.unreadable is not None:
             raise ApiError(403, self.unreadable)
-        collections = {"/api/v1/pods": self.pods, "/api/v1/namespaces": self.namespaces}
+        collections = {
+            "/api/v1/pods": self.pods,
+            "/api/v1/namespaces": self.namespaces,
+            "/api/v1/nodes": self.nodes,
+        }
         return [dict(item) for item in collections[path]]
 
 

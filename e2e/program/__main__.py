@@ -23,10 +23,9 @@ from e2e.standins.cloud import KwokCloud  # noqa: E402
 from kiam_eks.components.cloud import CloudSide  # noqa: E402
 from kiam_eks.program.kube_api import KubeApi  # noqa: E402
 from kiam_eks.program.kubernetes import kubernetes_provider  # noqa: E402
-from kiam_eks.program.live_cluster import check_live_cluster  # noqa: E402
+from kiam_eks.program.live_cluster import judge_live_cluster  # noqa: E402
 from kiam_eks.program.stack import build, export_outputs, judge_change  # noqa: E402
 from kiam_eks.settings import SettingsError, load_settings  # noqa: E402
-from kiam_eks.settings.loader import stack_file_for  # noqa: E402
 
 try:
     settings = load_settings()
@@ -35,13 +34,8 @@ except SettingsError as error:
     raise pulumi.RunError(str(error)) from None
 
 kubeconfig = Path(os.environ["KIAM_E2E_KUBECONFIG"])
-try:
-    # As program/providers.py does before the Kubernetes provider, on the control plane itself.
-    check_live_cluster(
-        settings, transition, lambda: KubeApi(kubeconfig), stack_file_for(pulumi.get_stack())
-    )
-except SettingsError as error:
-    raise pulumi.RunError(str(error)) from None
+# As program/providers.py does before the Kubernetes provider, on the control plane itself.
+judge_live_cluster(settings, transition, lambda: KubeApi(kubeconfig))
 provider = kubernetes_provider(settings, str(kubeconfig))
 # The stand-ins read the cluster where AWS would be asked (is the Pod Identity agent there?).
 cloud: CloudSide = KwokCloud(settings, Path(os.environ["KIAM_E2E_STATE"]), KubeApi(kubeconfig))

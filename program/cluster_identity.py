@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pulumi
-import pulumi_aws as aws
 import yaml
 
 from kiam_eks.components.lookups import failure_reason
@@ -114,11 +114,13 @@ def mismatch_problem(settings: StackSettings, found: KubeconfigCluster, eks: Any
     )
 
 
-def check_cluster_identity(settings: StackSettings, opts: pulumi.InvokeOptions) -> None:
+def check_cluster_identity(settings: StackSettings, look_up: Callable[[], Any]) -> None:
     """Stop the program unless `kiam:kubeconfig` reaches the EKS cluster the stack names.
 
-    A synchronous look-up (`aws.eks.get_cluster`), run before any resource but the AWS provider
-    is registered: a mismatch ends `pulumi preview` and `pulumi up` with the message alone."""
+    `look_up` describes that cluster as `aws.eks.get_cluster` does (its `endpoint` and
+    `certificate_authorities[0].data`): a synchronous look-up, run before any resource but the
+    AWS provider is registered; a mismatch ends `pulumi preview` and `pulumi up` with the message
+    alone."""
     assert settings.kubeconfig is not None
     name = settings.cluster.name
     try:
@@ -129,7 +131,7 @@ def check_cluster_identity(settings: StackSettings, opts: pulumi.InvokeOptions) 
             f"current context is EKS cluster {name}, or leave {KEY} unset"
         ) from None
     try:
-        eks = aws.eks.get_cluster(name=name, opts=opts)
+        eks = look_up()
     except Exception as error:  # the provider's error, whatever EKS answered
         raise pulumi.RunError(
             f"{KEY}: cannot check that it reaches EKS cluster {name}, whose look-up failed: "

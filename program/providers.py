@@ -68,7 +68,10 @@ def create_providers(settings: StackSettings, transition: Transition | None = No
     if settings.kubeconfig is not None:
         # Before the Kubernetes provider is registered: a kubeconfig that reaches another
         # cluster stops the plan here (program/cluster_identity.py).
-        check_cluster_identity(settings, pulumi.InvokeOptions(provider=aws_provider))
+        lookup = pulumi.InvokeOptions(provider=aws_provider)
+        check_cluster_identity(
+            settings, lambda: aws.eks.get_cluster(name=cluster.name, opts=lookup)
+        )
     if transition is not None:
         # Before the Kubernetes provider is registered: a step that stops kiam serving pods
         # still asking it stops the plan here (program/live_cluster.py).

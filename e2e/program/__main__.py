@@ -13,15 +13,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import pulumi
+import yaml
 
 from kiam_eks.program.collector import collect_less_often
 
 # As `__main__.py` does, before the SDKs are imported (program/collector.py).
 collect_less_often()
 
-from e2e.standins.cloud import KwokCloud  # noqa: E402
+from e2e.standins.cloud import KwokCloud, described_cluster  # noqa: E402
 from kiam_eks.components.cloud import CloudSide  # noqa: E402
-from kiam_eks.program.kube_api import KubeApi  # noqa: E402
+from kiam_eks.program.cluster_identity import (  # noqa: E402
+    check_cluster_identity,
+    kubeconfig_document,
+)
+from kiam_eks.program.kube_api import KubeApi, private_file  # noqa: E402
 from kiam_eks.program.kubernetes import kubernetes_provider  # noqa: E402
 from kiam_eks.program.live_cluster import judge_live_cluster  # noqa: E402
 from kiam_eks.program.stack import build, export_outputs, judge_change  # noqa: E402
@@ -33,10 +38,19 @@ try:
 except SettingsError as error:
     raise pulumi.RunError(str(error)) from None
 
-kubeconfig = Path(os.environ["KIAM_E2E_KUBECONFIG"])
-# As program/providers.py does before the Kubernetes provider, on the control plane itself.
+plane = Path(os.environ["KIAM_E2E_KUBECONFIG"])
+kubeconfig = plane
+given: pulumi.Input[str] = str(plane)
+if settings.kubeconfig is not None:
+    # As program/providers.py checks it against EKS, with the control plane standing in for the
+    # EKS cluster; then used as the program uses it.
+    check_cluster_identity(settings, lambda: described_cluster(plane))
+    document = kubeconfig_document(settings.kubeconfig.get_secret_value())
+    kubeconfig = private_file("kubeconfig.yaml", yaml.safe_dump(document))
+    given = pulumi.Output.secret(settings.kubeconfig.get_secret_value())
+# As program/providers.py does before the Kubernetes provider.
 judge_live_cluster(settings, transition, lambda: KubeApi(kubeconfig))
-provider = kubernetes_provider(settings, str(kubeconfig))
-# The stand-ins read the cluster where AWS would be asked (is the Pod Identity agent there?).
-cloud: CloudSide = KwokCloud(settings, Path(os.environ["KIAM_E2E_STATE"]), KubeApi(kubeconfig))
+provider = kubernetes_provider(settings, given)
+# The stand-ins read the control plane where AWS would be asked (is the Pod Identity agent there?).
+cloud: CloudSide = KwokCloud(settings, Path(os.environ["KIAM_E2E_STATE"]), KubeApi(plane))
 export_outputs(build(settings, [provider], transition=transition, cloud=cloud), settings)

@@ -3,17 +3,21 @@ Identity's association and agent add-on as objects of the control plane."""
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import pulumi
+import yaml
 
 from e2e.standins import pod_identity
 from e2e.standins.certificates import LocalAuthority
 from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs
 from e2e.standins.roles import ComputedApplicationRole, ComputedExistingRole, ComputedRoles
 from kiam_eks.components.cloud import ApplicationAccess, KiamRoles
+from kiam_eks.contracts.kubeconfig import current_context
 from kiam_eks.contracts.pod_identity import AGENT_ADDON
 from kiam_eks.program.kube_api import KubeApi
 from kiam_eks.settings.applications import ApplicationSettings
@@ -118,4 +122,18 @@ def missing_agent_message(cluster: str) -> str:
     return (
         f"cluster {cluster} has no {AGENT_ADDON} add-on, which Pod Identity needs "
         "on the nodes: install it, or set kiam:podIdentityAgent.manageAddon: true"
+    )
+
+
+def described_cluster(kubeconfig: Path) -> SimpleNamespace:
+    """The control plane as `aws.eks.get_cluster` describes an EKS cluster: its `endpoint` and
+    `certificate_authorities[0].data`, the base64 of its CA's PEM (EKS's
+    `certificateAuthority.data`), read from the control plane's own kubeconfig."""
+    cluster = current_context(yaml.safe_load(kubeconfig.read_text())).cluster
+    data = (
+        cluster.get("certificate-authority-data")
+        or base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
+    )
+    return SimpleNamespace(
+        endpoint=cluster["server"], certificate_authorities=[SimpleNamespace(data=data)]
     )

@@ -6,6 +6,7 @@ previews one after another, and the memory of each control plane."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -259,3 +260,51 @@ def test_the_rollout_stops_at_an_unhealthy_cluster_and_resumes(
     assert "  done: fleet-a, fleet-b, fleet-c" in resumed.stdout
     assert "  never touched: none" in resumed.stdout
     assert {m.images() for m in members.values()} == {(BUMPED_IMAGE, BUMPED_IMAGE)}
+
+
+def inline_kubeconfig(path: Path) -> str:
+    """The control plane's kubeconfig with its CA inline (`certificate-authority-data`), as
+    `aws eks update-kubeconfig` writes one for an EKS cluster."""
+    document = yaml.safe_load(path.read_text())
+    for entry in document["clusters"]:
+        cluster = entry["cluster"]
+        if "certificate-authority" in cluster:
+            ca = Path(cluster.pop("certificate-authority")).read_bytes()
+            cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
+    return yaml.safe_dump(document)
+
+
+def test_a_kubeconfig_reaching_another_control_plane_is_refused_naming_both(
+    fleet: tuple[dict[str, Member], Path],
+) -> None:
+    """fleet-a's `kiam:kubeconfig` set to fleet-b's control plane: `preview` and `up` stop before
+    anything is registered, naming the cluster reached and the one the stack names; nothing of
+    either changes. Its own control plane's kubeconfig is accepted."""
+    members, _ = fleet
+    a, b = members["fleet-a"], members["fleet-b"]
+    settled = a.stack.resources(), b.stack.resources(), a.images(), b.images()
+    config = changed_config("fleet-a")
+    set_settings(
+        a.env, a.stack, {**config, "kiam:kubeconfig": inline_kubeconfig(b.env.plane.kubeconfig)}
+    )
+    preview = a.stack.preview(check=False)
+    up = a.stack.up(check=False)
+    reached = yaml.safe_load(b.env.plane.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    own = yaml.safe_load(a.env.plane.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    context = yaml.safe_load(b.env.plane.kubeconfig.read_text())["current-context"]
+    refusal = (
+        f"kiam:kubeconfig: its current context {context} reaches {reached}, whose certificate "
+        f"authority is not EKS cluster dev's (at {own}): this update's changes and deletions "
+        "would run against another cluster."
+    )
+    for result in (preview, up):
+        assert result.returncode != 0
+        assert refusal in " ".join(result.output.split()), result.output
+        assert "Traceback" not in result.output
+    assert (a.stack.resources(), b.stack.resources(), a.images(), b.images()) == settled
+    # The stack's own control plane, named the same way: accepted.
+    set_settings(
+        a.env, a.stack, {**config, "kiam:kubeconfig": inline_kubeconfig(a.env.plane.kubeconfig)}
+    )
+    assert a.stack.preview(check=False).returncode == 0
+    set_settings(a.env, a.stack, config)

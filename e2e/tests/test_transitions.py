@@ -15,6 +15,9 @@ versions since the server started, e2e/harness/kiam_chain.py).
 - sequenced, no pod ever unserved: the Service agents dial renamed (the certificate names both
   while agents move, then drops the old names), kiam's namespace released (kept, then forgotten);
 - the certificates re-issued: both Secrets updated in place (same UID, never absent);
+- the agents widened onto the reserved pool, where two pods already run: the preview reads the
+  cluster and names the node and both pods (the one reaching the node's own role, the one with a
+  kiam annotation); applied, an agent starts there and writes its rule, no billing pod unserved;
 - a negative test of the judge: the agents moved to another port behind the program's back strand
   every pod on the old rule, as kiam's source says they would.
 """
@@ -33,12 +36,15 @@ import pytest
 from e2e.harness import app_pods
 from e2e.harness.app_pods import Workload
 from e2e.harness.environment import Environment
-from e2e.harness.kube import Kube
+from e2e.harness.kube import Kube, is_ready
 from e2e.harness.pulumi import PulumiStack, Result
+from e2e.harness.shape import UNTOLERATED_TAINT
+from e2e.harness.waiting import wait_for
 from e2e.harness.watcher import Application, CredentialWatcher
 from e2e.standins.roles import ComputedApplicationRole, ComputedRoles
 from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_settings
 from kiam_eks.contracts import names
+from kiam_eks.contracts.labels import ROLE_ANNOTATION
 from kiam_eks.settings.applications import ServedBy
 from kiam_eks.settings.installed import installed_by
 from kiam_eks.settings.loader import settings_from_values, stack_file_for
@@ -100,6 +106,31 @@ REFUSED: dict[str, Callable[[], dict[str, Any]]] = {
 }
 
 
+# The pool no agent tolerates in any example stack (e2e/harness/shape.py), and what widens the
+# agents onto it.
+RESERVED_NODE = "untolerated-0"
+RESERVED_TAINT = UNTOLERATED_TAINT
+RESERVED_TOLERATION = {"operator": "Equal", **RESERVED_TAINT}
+
+
+def reserved_pod(name: str, role: str | None) -> dict[str, Any]:
+    """A pod already running on the reserved pool (bound there, tolerating its taint)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "reserved",
+            **({"annotations": {ROLE_ANNOTATION: role}} if role else {}),
+        },
+        "spec": {
+            "nodeName": RESERVED_NODE,
+            "tolerations": [RESERVED_TOLERATION],
+            "containers": [{"name": "app", "image": "registry.example/batch:1"}],
+        },
+    }
+
+
 @dataclass
 class Watched:
     label: str
@@ -121,6 +152,8 @@ class Story:
     namespace_uids: list[str] = field(default_factory=list)
     namespace_in_state: list[bool] = field(default_factory=list)
     server_address: list[str] = field(default_factory=list)
+    reserved_agents: list[dict[str, Any]] = field(default_factory=list)
+    reserved_rule: Any = None
 
 
 def secret_uids(kube: Kube, stop: threading.Event, seen: dict[str, set[str]]) -> None:
@@ -243,6 +276,31 @@ def story(env: Environment) -> Story:
     scenario.apply("namespace forgotten", released)
     scenario.record_namespace()
 
+    # The agents widened onto the reserved pool, where two pods run already.
+    kube.apply(
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "reserved"}},
+            reserved_pod("batch-0", None),
+            reserved_pod("report-0", "billing-api"),
+        ]
+    )
+    wait_for(
+        "the reserved pool's pods running",
+        lambda: all(
+            (kube.get(f"/api/v1/namespaces/reserved/pods/{name}").get("status") or {}).get("phase")
+            == "Running"
+            for name in ("batch-0", "report-0")
+        ),
+        120,
+    )
+    widened = copy.deepcopy(released)
+    widened["kiam:agent"] = {**widened.get("kiam:agent", {}), "tolerations": [RESERVED_TOLERATION]}
+    scenario.apply("agents widened", widened)
+    scenario.story.reserved_agents = [
+        p for p in env.pods(NAMESPACE, "agent") if p["spec"].get("nodeName") == RESERVED_NODE
+    ]
+    scenario.story.reserved_rule = env.node_rules.destination(RESERVED_NODE)
+
     # The judge's own negative test: the agents moved to another port behind the program's back.
     with scenario.watched("agents moved behind the program's back"):
         moved = kube.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/{names.AGENT_NAME}")
@@ -285,6 +343,7 @@ def test_a_refused_change_stops_preview_and_up_with_its_message_and_changes_noth
         "certificates re-issued",
         "namespace released",
         "namespace forgotten",
+        "agents widened",
     ],
 )
 def test_no_pod_is_ever_unserved_while_a_safe_or_sequenced_change_applies(
@@ -328,6 +387,25 @@ def test_the_released_namespace_stays_and_leaves_the_state(story: Story) -> None
     assert ("kubernetes:core/v1:Namespace", "kiam-namespace") not in story.steps[
         "namespace released"
     ]
+
+
+def test_widened_agents_are_named_with_what_runs_where_they_start(story: Story) -> None:
+    """The preview reads the nodes and pods (program/live_cluster.py) and says, as a warning,
+    where the agents start and what runs there; the change applies and an agent serves there."""
+    preview = " ".join(story.previews["agents widened"].output.split())
+    assert (
+        f"kiam:agent.tolerations: the agents start on 1 node they do not run on now: "
+        f"{RESERVED_NODE}; 2 pods run there; 1 with neither a kiam annotation nor Pod Identity "
+        "or IRSA wiring reach the node's own instance role today, and get 404 from kiam's agent "
+        "for any role once it runs there: reserved/batch-0 (give each the kiam annotation of a "
+        "role, or Pod Identity or IRSA, before this update if it calls AWS); 1 with the kiam "
+        "annotation, which kiam starts serving: reserved/report-0"
+    ) in preview
+    assert [is_ready(p) for p in story.reserved_agents] == [True]
+    assert story.reserved_rule is not None
+    assert story.steps["agents widened"] == {
+        ("kubernetes:apps/v1:DaemonSet", "kiam-agent"): "update"
+    }
 
 
 def test_the_judge_sees_agents_moved_to_another_port_strand_every_pod(story: Story) -> None:

@@ -213,6 +213,18 @@ class Kiam(pulumi.ComponentResource):
         if transition is None:
             # Before the component registers: a refused change creates and changes nothing.
             transition = judged_change(settings, name, f"Kiam {name!r}")
+            if cloud is None and isinstance(cluster_name, str):
+                # What the program checks before its providers (program/providers.py), with the
+                # AWS provider this component is given: the add-on EKS would refuse to create.
+                # Imported here, as AwsCloud below: the e2e stand-ins need no AWS SDK.
+                from kiam_eks.components.pod_identity import (
+                    aws_invoke_options,
+                    check_agent_addon_before_registering,
+                )
+
+                check_agent_addon_before_registering(
+                    settings, transition, cluster_name, aws_invoke_options(opts)
+                )
         # The parts, for the program and tests (Python only: not outputs of the schema).
         self.roles: KiamRoles
         """kiam's IAM chain; once retired, only what the application roles still read of it

@@ -13,6 +13,8 @@ from kiam_eks.components.lookups import failure_reason
 from kiam_eks.contracts import names, pod_identity
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
+from kiam_eks.settings.stack import StackSettings
+from kiam_eks.settings.transitions import Transition
 
 
 def association(
@@ -152,3 +154,42 @@ def check_agent_addon_absent(cluster_name: str, opts: pulumi.InvokeOptions) -> N
         raise pulumi.RunError(agent_installed_elsewhere_message(cluster_name, found.addon_version))
     if reason is not None and pod_identity.ADDON_NOT_FOUND not in reason:
         raise pulumi.RunError(agent_unknown_message(cluster_name, reason))
+
+
+def check_agent_addon_before_registering(
+    settings: StackSettings,
+    transition: Transition,
+    cluster_name: str,
+    opts: pulumi.InvokeOptions,
+) -> None:
+    """Before anything is registered: where Pod Identity serves an application, a cluster
+    without the add-on the stack leaves to others (`manageAddon: false`) stops the plan with a
+    message instead of failing after the roles changed; and one the stack would create, which
+    EKS refuses while the cluster runs one already, stops it too, instead of failing every
+    `pulumi up` half way."""
+    users = {
+        app: a.served_by.value
+        for app, a in sorted(settings.applications.items())
+        if a.served_by.pod_identity
+    }
+    if not users:
+        return
+    if not settings.pod_identity_agent.manage_addon:
+        check_agent_addon(cluster_name, users, opts)
+    elif not transition.agent_addon_registered:
+        check_agent_addon_absent(cluster_name, opts)
+
+
+def aws_invoke_options(opts: pulumi.ResourceOptions | None) -> pulumi.InvokeOptions:
+    """Invoke options with the AWS provider `opts` hands a component's children (its `provider`,
+    or its `providers`, a list or a mapping by package); the default AWS provider without one."""
+    candidates: list[Any] = []
+    if opts is not None:
+        if opts.provider is not None:
+            candidates.append(opts.provider)
+        if isinstance(opts.providers, Mapping):
+            candidates += list(opts.providers.values())
+        elif opts.providers:
+            candidates += list(opts.providers)
+    found = next((p for p in candidates if getattr(p, "package", None) == "aws"), None)
+    return pulumi.InvokeOptions(provider=found)

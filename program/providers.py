@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from kiam_eks.components.lookups import failure_reason
-from kiam_eks.components.pod_identity import check_agent_addon, check_agent_addon_absent
+from kiam_eks.components.pod_identity import check_agent_addon_before_registering
 from kiam_eks.contracts.kubeconfig import KubeconfigError
 from kiam_eks.program.cluster_identity import check_cluster_identity, kubeconfig_document
 from kiam_eks.program.kube_api import KubeApi, private_file, with_exec_token
@@ -36,10 +36,11 @@ class Providers:
         return [self.aws, self.kubernetes]
 
 
-def create_providers(settings: StackSettings, transition: Transition | None = None) -> Providers:
+def create_providers(settings: StackSettings, transition: Transition) -> Providers:
     """An AWS provider pinned to the stack's account and region, and a Kubernetes provider for its
-    cluster. With the change's `transition`, an add-on the stack would create is first checked to
-    be absent from the cluster (without it, as for a first update judged by nobody, it is not)."""
+    cluster; before the Kubernetes provider, what the change (`transition`, judged) needs checked
+    in AWS and in the cluster: the Pod Identity agent add-on, which cluster a given kubeconfig
+    reaches, the live pods and nodes (program/live_cluster.py)."""
     cluster = settings.cluster
     aws_provider = aws.Provider(
         "aws",
@@ -49,19 +50,10 @@ def create_providers(settings: StackSettings, transition: Transition | None = No
         default_tags={"tags": {"kiam:cluster": cluster.name, "kiam:managed-by": "pulumi"}},
     )
     invoke = pulumi.InvokeOutputOptions(provider=aws_provider)
-    agent_users = {
-        app: a.served_by.value
-        for app, a in sorted(settings.applications.items())
-        if a.served_by.pod_identity
-    }
-    if agent_users and not settings.pod_identity_agent.manage_addon:
-        # Before any resource but the providers is registered: a cluster without the agent stops
-        # the plan here, with a message, instead of after the roles changed.
-        check_agent_addon(cluster.name, agent_users, pulumi.InvokeOptions(provider=aws_provider))
-    elif agent_users and transition is not None and not transition.agent_addon_registered:
-        # The stack would create the add-on: EKS refuses a second, so one someone else installed
-        # stops the plan here too, instead of failing every `pulumi up` half way.
-        check_agent_addon_absent(cluster.name, pulumi.InvokeOptions(provider=aws_provider))
+    # Before any resource but the providers is registered (components/pod_identity.py).
+    check_agent_addon_before_registering(
+        settings, transition, cluster.name, pulumi.InvokeOptions(provider=aws_provider)
+    )
     irsa = any(a.reads_oidc_issuer for a in settings.applications.values())
     need_lookup = settings.kubeconfig is None or irsa
     eks = aws.eks.get_cluster_output(name=cluster.name, opts=invoke) if need_lookup else None
@@ -72,11 +64,10 @@ def create_providers(settings: StackSettings, transition: Transition | None = No
         check_cluster_identity(
             settings, lambda: aws.eks.get_cluster(name=cluster.name, opts=lookup)
         )
-    if transition is not None:
-        # Before the Kubernetes provider is registered: a step that stops kiam serving pods
-        # still asking it stops the plan here (program/live_cluster.py).
-        connect = connect_to_cluster(settings, pulumi.InvokeOptions(provider=aws_provider))
-        judge_live_cluster(settings, transition, connect)
+    # Before the Kubernetes provider is registered: a step that stops kiam serving pods still
+    # asking it stops the plan here (program/live_cluster.py).
+    connect = connect_to_cluster(settings, pulumi.InvokeOptions(provider=aws_provider))
+    judge_live_cluster(settings, transition, connect)
     if settings.kubeconfig is not None:
         kubeconfig: pulumi.Input[str] = pulumi.Output.secret(settings.kubeconfig.get_secret_value())
     else:

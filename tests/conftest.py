@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kiam_eks.contracts import pod_identity
 from kiam_eks.invariants.expected import Expected
 from kiam_eks.settings.loader import example_stacks, settings_from_values
 from tools.mock_engine import PROJECT_DIR, MockEngine, Recording, run_main
@@ -73,9 +74,17 @@ def run_program(config: dict[str, Any], stack: str = "test") -> Recording:
     return run_main(config, stack=stack)
 
 
-def run_component(build: Callable[[], Any]) -> Recording:
-    """Run a function that creates resources (one component) under the mock engine."""
-    return MockEngine().run(build)
+def run_component(
+    build: Callable[[], Any], cluster_addons: tuple[str, ...] | None = None
+) -> Recording:
+    """Run a function that creates resources (one component) under the mock engine, on a
+    cluster running `cluster_addons` (by default Pod Identity's agent)."""
+    return MockEngine(cluster_addons=cluster_addons).run(build)
+
+
+def addons_of(settings: Any) -> tuple[str, ...]:
+    """The add-ons of the cluster a stack's settings expect (`addons_the_stack_expects`)."""
+    return () if settings.pod_identity_agent.manage_addon else (pod_identity.AGENT_ADDON,)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,12 @@ import pulumi
 import pytest
 
 from kiam_eks import Kiam, KiamArgs, KiamKubernetes, KiamKubernetesArgs
+from kiam_eks.components.pod_identity import (
+    agent_installed_elsewhere_message,
+    agent_missing_message,
+)
 from kiam_eks.contracts import tokens
+from kiam_eks.contracts.pod_identity import AGENT_ADDON
 from kiam_eks.settings.installed import OUTPUT, installed_by, kubernetes_side_installed
 from kiam_eks.settings.public_args import kiam_settings, kubernetes_side
 from kiam_eks.settings.transitions import RefusedChangeError, judge
@@ -233,3 +238,52 @@ def test_two_components_of_one_name_cannot_be_judged(first: Recording) -> None:
     assert len(refused) == 1
     assert "the stack holds 2 kiam:index:Kiam components named 'kiam'" in str(refused[0])
     assert str(refused[0]).endswith("the change cannot be judged, so nothing is changed")
+
+
+# --- the Pod Identity agent add-on, checked by the component itself --------------------------------
+
+POD_IDENTITY_APP = {
+    "billing": {
+        "namespace": "billing",
+        "roleName": "billing-api",
+        "servedBy": "kiam+podIdentity",
+        "serviceAccount": "api",
+    }
+}
+
+
+def run_on(cluster_addons: tuple[str, ...], **changes: Any) -> list[Exception]:
+    """`Kiam` with billing served by Pod Identity, in a program of its own, on a cluster running
+    `cluster_addons`: the refusal it stopped with, if any."""
+    failed: list[Exception] = []
+
+    def program() -> None:
+        aws = pulumi.ProviderResource("aws", "aws-explicit")
+        try:
+            Kiam(
+                "kiam",
+                cast(KiamArgs, {**ARGS, "applications": POD_IDENTITY_APP, **changes}),
+                pulumi.ResourceOptions(providers=[aws]),
+            )
+        except pulumi.RunError as error:
+            failed.append(error)
+
+    MockEngine(cluster_addons=cluster_addons).run(program)
+    return failed
+
+
+def test_an_agent_add_on_it_would_create_that_the_cluster_runs_already_is_refused() -> None:
+    refused = run_on((AGENT_ADDON,), pod_identity_agent={"manageAddon": True})
+    assert [str(e) for e in refused] == [
+        agent_installed_elsewhere_message("payments-eks", "v1.3.4-eksbuild.1")
+    ]
+    assert run_on((), pod_identity_agent={"manageAddon": True}) == []
+
+
+def test_an_agent_add_on_left_to_others_must_be_on_the_cluster() -> None:
+    refused = run_on(())
+    assert len(refused) == 1
+    assert str(refused[0]).startswith(
+        agent_missing_message("payments-eks", {"billing": "kiam+podIdentity"}, "")[:80]
+    )
+    assert run_on((AGENT_ADDON,)) == []

@@ -28,7 +28,7 @@ from kiam_eks.settings.public_args import (
 )
 from kiam_eks.settings.stack import StackSettings
 from tests import guarantee_views as g
-from tests.conftest import EXAMPLE_STACKS, base_config, example_config, run_component
+from tests.conftest import EXAMPLE_STACKS, addons_of, base_config, example_config, run_component
 from tests.test_adoption import PHASES, adoption_config, helm_adoption_config
 from tests.test_retire import installed_config, retired_config
 from tests.test_served_by import STATES, config
@@ -83,8 +83,11 @@ def test_the_programs_typed_path_composes_what_the_arguments_compose(case: str) 
 
     args = cast(KiamArgs, arguments_of(settings))
     args["oidc_issuer"] = ISSUER
-    typed = run_component(lambda: exported(Kiam.of_settings("kiam", settings, oidc_issuer=ISSUER)))
-    through_arguments = run_component(lambda: exported(Kiam("kiam", args)))
+    typed = run_component(
+        lambda: exported(Kiam.of_settings("kiam", settings, oidc_issuer=ISSUER)),
+        addons_of(settings),
+    )
+    through_arguments = run_component(lambda: exported(Kiam("kiam", args)), addons_of(settings))
     assert registered(typed) == registered(through_arguments)
     assert typed.stack_outputs == through_arguments.stack_outputs
 
@@ -114,7 +117,7 @@ def build(
     if subnet_ids is not None:
         args["node_group"] = {k: v for k, v in args["node_group"].items() if k != "subnets"}
         args["subnet_ids"] = subnet_ids
-    return run_component(lambda: Kiam("kiam", args))
+    return run_component(lambda: Kiam("kiam", args), addons_of(settings))
 
 
 def registered(recording: Recording) -> list[tuple[str, str, str, Any]]:

@@ -39,7 +39,14 @@ import pulumi
 import yaml
 
 from kiam_eks.contracts.kubeconfig import KubeconfigError
-from kiam_eks.program.credential_sources import PodUsage, Source, loses_kiam, source_of, usage
+from kiam_eks.program.credential_sources import (
+    PodUsage,
+    Source,
+    is_live,
+    loses_kiam,
+    source_of,
+    usage,
+)
 from kiam_eks.program.kube_api import ApiError
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.loader import stack_file_for
@@ -159,7 +166,7 @@ def stranded(
             app = applications[step.setting]
             left = [p for p in app.pods if loses_kiam(p)]
             what = f"{step.what} stops kiam serving {app.role_arn}"
-            wiring = "IRSA" if app.settings.served_by.value.endswith("irsa") else "Pod Identity"
+            wiring = "IRSA" if app.settings.served_by.irsa else "Pod Identity"
             recreate = f"they take {wiring} when created again"
         else:
             left = [p for a in found.applications for p in a.pods if loses_kiam(p)]
@@ -168,15 +175,11 @@ def stranded(
             recreate = "recreate them with Pod Identity or IRSA wiring, or without the annotation"
         if left:
             problems.append(
-                f"{step.setting}: {what}, and {_count(left)} created before any other wiring "
+                f"{step.setting}: {what}, and {_some(left, 'pod')} created before any other wiring "
                 f"still get their credentials from kiam alone: {_named(left, by_ref)}. Recreate "
                 f"them first ({recreate}), then `pulumi up` again"
             )
     return problems
-
-
-def _count(pods: list[PodUsage]) -> str:
-    return "1 pod" if len(pods) == 1 else f"{len(pods)} pods"
 
 
 # Named in full up to this many pods; beyond, the first few and a count.
@@ -188,11 +191,7 @@ def _named(pods: list[PodUsage], raw: Mapping[str, dict[str, Any]]) -> str:
     rollouts: dict[str, list[str]] = {}
     for pod in pods:
         rollouts.setdefault(restart_command(raw[pod.ref]), []).append(pod.ref)
-    parts = []
-    for command, refs in sorted(rollouts.items()):
-        shown = ", ".join(refs[:NAMED_PODS])
-        more = f" and {len(refs) - NAMED_PODS} more" if len(refs) > NAMED_PODS else ""
-        parts.append(f"{shown}{more} ({command})")
+    parts = [f"{_list(refs)} ({command})" for command, refs in sorted(rollouts.items())]
     return "; ".join(parts)
 
 
@@ -322,7 +321,7 @@ def coverage_report(
         )
     return _coverage(
         covered,
-        [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")],
+        [p for p in pods if is_live(p)],
     )
 
 
@@ -336,7 +335,7 @@ def _coverage(nodes: list[str], pods: list[dict[str, Any]]) -> str:
     wired = len(pods) - len(bare) - len(annotated)
     parts = [
         f"kiam:agent.tolerations: the agents start on {_some(nodes, 'node')} they do not run on "
-        f"now: {_list(nodes)}; {_some([p['metadata']['name'] for p in pods], 'pod')} run there"
+        f"now: {_list(nodes)}; {_some(pods, 'pod')} run there"
     ]
     if bare:
         parts.append(
@@ -354,7 +353,7 @@ def _coverage(nodes: list[str], pods: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _some(items: Sequence[str], noun: str) -> str:
+def _some(items: Sequence[Any], noun: str) -> str:
     return f"1 {noun}" if len(items) == 1 else f"{len(items)} {noun}s"
 
 

@@ -1,7 +1,7 @@
 """12. Every application role kiam serves can really be assumed through kiam: the pieces the other
 checks judge one by one (server permission, pod annotation, namespace regexp, trust) fit together
-per application, the way IAM and kiam v4.2 themselves decide (`contracts.kiam`); and 14. one kiam
-no longer serves cannot be assumed through it."""
+per application, the way IAM and kiam v4.2 themselves decide (`contracts.kiam`). How the servers
+run and what their role may assume is read here for guarantee 14 too (invariants/off_kiam.py)."""
 
 from __future__ import annotations
 
@@ -82,8 +82,8 @@ def application_reachable(view: KiamView) -> list[Violation]:
                 _role_arn(role, server_arn) if role is not None else expected.arn,
             )
         )
-    servers = _servers(view)
-    assume = _server_statements(view, server_role)
+    servers = servers_of(view)
+    assume = server_statements(view, server_role)
     assume_allows = allowing(assume, "sts:AssumeRole") if assume is not None else None
     admitted_elsewhere = _admitted_elsewhere(apps)
     for app in apps:
@@ -131,7 +131,7 @@ def _role_arn(role: Resource, server_arn: str | None) -> str | None:
     return f"{account_prefix}:role{path}{name}"
 
 
-def _servers(view: KiamView) -> list[_Server]:
+def servers_of(view: KiamView) -> list[_Server]:
     """How each server Deployment resolves and matches, where its flags are known and its
     `--role-base-arn` unambiguous (`server-args` reports it otherwise)."""
     found = []
@@ -143,7 +143,7 @@ def _servers(view: KiamView) -> list[_Server]:
     return found
 
 
-def _server_statements(view: KiamView, server_role: Resource | None) -> list[Any] | None:
+def server_statements(view: KiamView, server_role: Resource | None) -> list[Any] | None:
     """Every statement of the server role's inline policies and of the managed policies the stack
     writes for it; None while one is unknown, or where
     the cloud side's roles live outside the stack (nothing of them to read)."""
@@ -161,7 +161,7 @@ def _server_statements(view: KiamView, server_role: Resource | None) -> list[Any
     return found
 
 
-def _names_exactly(assume: list[Any], arn: str) -> bool:
+def names_exactly(assume: list[Any], arn: str) -> bool:
     """Whether an Allow statement of the server's permission names `arn` itself as a resource."""
     return any(
         isinstance(s, dict) and s.get("Effect") == "Allow" and arn in as_list(s.get("Resource"))
@@ -283,59 +283,3 @@ def _exactly_service_account(statement: dict[str, Any], namespace: str, account:
             }
         }
     )
-
-
-OFF_KIAM_ID = "off-kiam"
-
-
-def off_kiam(view: KiamView) -> list[Violation]:
-    """14. An application kiam no longer serves cannot be obtained through kiam: its namespace's iam.amazonaws.com/permitted annotation does not admit its role, and its role trusts no kiam-server role (judged on the namespace patches and the aws:iam roles).
-
-    The namespace is matched as kiam matches it (`contracts.kiam`), as each server of the stack
-    is started (strictly, unless `--disable-strict-namespace-regexp`), or strictly, kiam's
-    default, where the stack runs none. The role's trust may name no AWS principal at all: the
-    kiam-server role is the only one an application role ever trusts, and a stack that no longer
-    runs kiam (retired) has no kiam-server ARN to compare with. A role that exists already
-    (`roleArn`) keeps whatever trust its owner gave it: the server's permission no longer names
-    its ARN instead.
-    """
-    out: set[Violation] = set()
-    strictness = sorted({s.strict for s in _servers(view)}) or [True]
-    server_roles = view.server_roles
-    assume = _server_statements(view, server_roles[0] if len(server_roles) == 1 else None)
-    for app in view.expected.applications:
-        if app.kiam:
-            continue
-        role = view.application_role(app)
-        where = role.urn if role is not None else "stack"
-        arn = (known_arn(role) if role is not None else None) or app.arn
-        state = app.served_by.value
-
-        def report(reason: str, where: str = where, name: str = app.name) -> None:
-            out.add(Violation(OFF_KIAM_ID, where, f"application {name}: {reason}"))
-
-        for expression in view.permitted(app.namespace):
-            if not isinstance(expression, str) or kiam.permitted_regexp_problem(expression):
-                continue  # unknown until `up`, or reported by `application-reachable`
-            if any(kiam.permits(expression, arn, strict=strict) for strict in strictness):
-                report(
-                    f"namespace {app.namespace} permits {expression!r}, which still admits "
-                    f"{arn} though servedBy {state} is no longer kiam"
-                )
-        if not app.owned and assume and _names_exactly(assume, app.arn):
-            # Its trust is its owner's: the stack's side of "not through kiam" is the server's
-            # permission, which names an existing role only while kiam serves it.
-            report(
-                f"the kiam-server role may still assume {app.arn} though servedBy {state} is no "
-                "longer kiam"
-            )
-        trust = document(role.inputs.get("assumeRolePolicy")) if role is not None else None
-        for statement in statements(trust) if trust is not None else []:
-            principal = statement.get("Principal") if isinstance(statement, dict) else None
-            aws = principal.get("AWS") if isinstance(principal, dict) else None
-            if aws is not None:
-                report(
-                    f"its role still trusts the AWS principal {aws!r} though servedBy {state} is "
-                    "no longer kiam: it must trust no kiam-server role"
-                )
-    return sorted(out)

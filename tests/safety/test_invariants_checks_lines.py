@@ -1,4 +1,5 @@
-"""invariants/checks.py: what the mutants the other tests let live would change."""
+"""invariants/, guarantees 1 to 11 and `presence` (one module each): what the mutants the other
+tests let live would change."""
 
 from __future__ import annotations
 

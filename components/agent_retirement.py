@@ -37,7 +37,7 @@ The patch is kept on delete (`retainOnDelete`), for three reasons:
 
 Retiring, or retired? The settings cannot say (`kiam:retire` stays true), so the program reads
 what the stack's last update left before it registers anything (components/last_update.py,
-settings/transitions.py): the patch is registered only while those facts show kiam installed
+transitions/): the patch is registered only while those facts show kiam installed
 (`Transition.roll_agents_before_retiring`). The engine hands the program the checkpoint the
 previous update left, in a preview as in an update, so:
 

@@ -39,19 +39,19 @@ from kiam_eks.components.last_update import judged_change
 from kiam_eks.components.monitoring import Monitoring, MonitoringArgs, scrape_annotations
 from kiam_eks.components.namespace import judged_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
-from kiam_eks.components.server import Server
-from kiam_eks.components.tls import Tls, TlsArgs
-from kiam_eks.contracts import names, tokens
-from kiam_eks.settings.public_args import (
+from kiam_eks.components.public_args import (
     ArgumentsError,
     checked_cluster_name,
     checked_subnet_ids,
     kiam_settings,
     subnet_ids_known,
 )
+from kiam_eks.components.server import Server
+from kiam_eks.components.tls import Tls, TlsArgs
+from kiam_eks.contracts import names, tokens
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import Transition
 from kiam_eks.specs import alert_rules, iam_policies
+from kiam_eks.transitions.judge import Transition
 
 
 class KiamArgs(TypedDict):
@@ -106,7 +106,7 @@ class Composition:
     cloud: CloudSide
     """Creates what lives outside Kubernetes: IAM, the dedicated nodes, certificates, roles."""
     transition: Transition
-    """The change from what the stack's last update installed, judged (settings/transitions.py):
+    """The change from what the stack's last update installed, judged (transitions/):
     what this update must keep or arrange so that credentials keep flowing while it applies."""
 
 
@@ -127,7 +127,7 @@ class Kiam(pulumi.ComponentResource):
     installed: pulumi.Output[dict[str, Any]]
     """What this update installed, recorded once its rollouts are done: the next `preview` and `up` judge their change from it, before anything is registered (docs/transitions.md). Its parts are the judge's, not an interface."""
     applications: pulumi.Output[dict[str, Any]]
-    """Per application: what serves it (`servedBy`, `next`), its `roleArn`, the `podAnnotation` its pods carry while kiam serves it, the `serviceAccount` Pod Identity or IRSA serves, the `podIdentityAssociationId`, and for a role made elsewhere the `trust` its owner must keep (README, "Stack outputs")."""
+    """Per application: what serves it (`servedBy`, `next`), its `roleArn`, the `podAnnotation` its pods carry while kiam serves it, the `serviceAccount` Pod Identity or IRSA serves, the `podIdentityAssociationId`, and for a role made elsewhere the `trust` its owner must keep (docs/using-it.md, Outputs)."""
 
     def __init__(
         self,
@@ -393,7 +393,7 @@ class Kiam(pulumi.ComponentResource):
                     namespace=namespace,
                     # While the address agents dial changes, the certificate also names the one
                     # the running agents still dial, until every agent has moved
-                    # (settings/transitions.py).
+                    # (transitions/).
                     server_dns_names=[
                         *names.service_dns_names(service, ns_name, domain),
                         *transition.previous_server_names,

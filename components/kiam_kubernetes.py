@@ -28,12 +28,12 @@ from kiam_eks.components.kubernetes_side import KubernetesSideArgs, compose_kube
 from kiam_eks.components.last_update import judged_kubernetes_side
 from kiam_eks.components.namespace import judged_namespace
 from kiam_eks.components.namespace_permissions import NamespacePermissions, NamespacePermissionsArgs
+from kiam_eks.components.public_args import checked_role_arn, kubernetes_side
 from kiam_eks.components.tls import ProvidedCertificates, TlsArgs
 from kiam_eks.contracts import names, tokens
 from kiam_eks.settings.adoption import Adoption
-from kiam_eks.settings.installed import kubernetes_side_installed
-from kiam_eks.settings.public_args import checked_role_arn, kubernetes_side
 from kiam_eks.settings.tls import TlsSettings
+from kiam_eks.transitions.installed import kubernetes_side_installed
 
 
 # The docstrings below are the package schema's descriptions (the provider reads them from the

@@ -36,15 +36,11 @@ from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.proto import resource_pb2
 
 from kiam_eks.contracts.tokens import KIAM, KIAM_KUBERNETES, STACK
-from kiam_eks.settings.installed import OUTPUT, RECORDING_COMPONENTS, Installed, LastUpdate
 from kiam_eks.settings.kubernetes_side import KubernetesSide, KubernetesSideSettings
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import (
-    RefusedChangeError,
-    Transition,
-    judge,
-    judge_kubernetes_side,
-)
+from kiam_eks.transitions.installed import OUTPUT, RECORDING_COMPONENTS, Installed, LastUpdate
+from kiam_eks.transitions.judge import Transition, judge, judge_kubernetes_side
+from kiam_eks.transitions.verdicts import RefusedChangeError
 
 READ_STACK_RESOURCES = "pulumi:pulumi:readStackResourceOutputs"
 ATTEMPTS, PAUSE_SECONDS = 20, 0.25
@@ -74,12 +70,12 @@ def judged_change(
     settings: StackSettings, name: str, source: str, *, program_outputs: bool = False
 ) -> Transition:
     """The change from what the `Kiam` component `name` last installed to `settings`, judged
-    before anything is registered (settings/transitions.py): raises `RefusedChangeError` for a
+    before anything is registered (transitions/): raises `RefusedChangeError` for a
     change that would take credentials away, and says in the engine's log what it sequences.
 
     What was installed is the component's own record, its output `installed`, whatever program
     made it. Without one: this repository's program (`program_outputs`) reads its stack output
-    `installed` (or an older version's outputs: settings/installed.py), which every version of
+    `installed` (or an older version's outputs: transitions/installed.py), which every version of
     it exported; a component another program made with a version before the record (0.1.0) is
     composed as that version composed every update, as a first install, with a warning, and
     records what it installs for the next; a component not in the state is a first install."""
@@ -94,7 +90,7 @@ def judged_change(
 
 def judged_kubernetes_side(settings: KubernetesSideSettings, name: str, source: str) -> Transition:
     """`judged_change` for the `KiamKubernetes` component `name`, from its own record
-    (settings/transitions.py `judge_kubernetes_side`)."""
+    (transitions/judge.py `judge_kubernetes_side`)."""
     last = read_last_update()
     transition = judge_kubernetes_side(
         settings, _recorded(last, KIAM_KUBERNETES, name, source, warn=True), source

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kiam_eks.settings.transitions import NamespaceMode
+from kiam_eks.transitions.judge import NamespaceMode
 
 # The agent needs host networking and NET_ADMIN: Pod Security must allow it in kiam's namespace.
 POD_SECURITY_LABELS = {"pod-security.kubernetes.io/enforce": "privileged"}
@@ -32,7 +32,7 @@ def judged_namespace(
     Released: `namespace.create` switched off for a namespace the stack created. Not registering
     it would delete it, and everything in it, at the end of the update; it is registered once
     more, kept on delete, so the next update forgets it from the state and the cluster keeps it
-    (settings/transitions.py)."""
+    (transitions/)."""
     if mode == "use":
         return name
     return kiam_namespace(

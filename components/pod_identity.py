@@ -14,7 +14,7 @@ from kiam_eks.contracts import names, pod_identity
 from kiam_eks.settings.applications import ApplicationSettings
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import Transition
+from kiam_eks.transitions.judge import Transition
 
 
 def association(

@@ -54,7 +54,7 @@ class ServerArgs:
     restart_for_names: Sequence[str] = ()
     """DNS names the server certificate names only for this update (those of the address the
     running agents still dial): the servers restart onto it before the agents move, rather than
-    waiting for the kubelet to refresh the mounted Secret (settings/transitions.py)."""
+    waiting for the kubelet to refresh the mounted Secret (transitions/)."""
 
 
 def rolling_update(spare_nodes: int) -> dict[str, int]:

@@ -16,7 +16,7 @@ class PulumiTlsAuthority:
     def new_ca(self, name: str, settings: TlsSettings, opts: pulumi.ResourceOptions) -> KeyPair:
         key = _key(name, opts)
         # No early renewal for the CA: a new CA must reach agents and servers together, a
-        # planned rotation (README, Operations), not something a routine `pulumi up` starts.
+        # planned rotation (docs/operations.md, Certificates), not something a routine `pulumi up` starts.
         cert = tls.SelfSignedCert(
             name,
             private_key_pem=key.private_key_pem,

@@ -21,7 +21,7 @@ tests/contracts/test_agent_rule.py:
 
 The e2e stand-in (e2e/harness/node_rules.py) keeps these rules per node from the agents it sees
 start and stop, and the credential judge asks them where each pod's request goes; the transition
-rules (settings/transitions.py) refuse any change that would stop an agent for good while its
+rules (transitions/) refuse any change that would stop an agent for good while its
 rule stays behind.
 """
 

@@ -24,7 +24,7 @@ IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
 # the field managers that set them before (taking over what another installer created).
 PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 # On the server pod template while the server certificate also names the address the running
-# agents still dial (settings/transitions.py): its appearing and going restarts the servers onto
+# agents still dial (transitions/): its appearing and going restarts the servers onto
 # the certificate, instead of waiting for the kubelet to refresh the mounted Secret.
 PREVIOUS_NAMES_ANNOTATION = "kiam.pulumi.io/previous-server-names"
 # The recommended label naming the application (Kubernetes, "Recommended Labels"): kiam's objects

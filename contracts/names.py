@@ -24,7 +24,7 @@ def server_nodes_name(install: str) -> str:
 SERVER_NODES = server_nodes_name(INSTALL_NAME)
 # The patch that rolls the agents to remove their rule before a retirement deletes them
 # (components/agent_retirement.py): found in the stack's state, it tells a retirement that
-# stopped half way (settings/transitions.py).
+# stopped half way (transitions/).
 RETIREMENT_PATCH = f"{INSTALL_NAME}-agent-retirement"
 
 
@@ -32,7 +32,7 @@ def pod_identity_agent_name(install: str) -> str:
     """What the cloud side registers the `eks-pod-identity-agent` add-on under
     (components/kiam.py, `kiam:podIdentityAgent.manageAddon`): found in the stack's state, it
     tells an add-on the stack already manages from one someone else installed
-    (settings/transitions.py, program/providers.py)."""
+    (transitions/, program/providers.py)."""
     return f"{install}-pod-identity-agent"
 
 

@@ -15,9 +15,9 @@ from kiam_eks.contracts.iam import (
     role_arn_parts,
 )
 from kiam_eks.settings.applications import ServedBy
-from kiam_eks.settings.installed import Installed
 from kiam_eks.settings.loader import load_settings
 from kiam_eks.settings.stack import StackSettings
+from kiam_eks.transitions.installed import Installed
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """16. A change from what the stack's last update installed keeps credentials flowing while it is
 applied, judged on what the program renders for it (the transition rules of
-settings/transitions.py decide the same change from the settings alone; this judges their
+transitions/ decide the same change from the settings alone; this judges their
 outcome, as the other guarantees judge what every stack renders):
 
 - no agent stops for good with its metadata DNAT rule left behind: the stack's agents keep their
@@ -33,9 +33,9 @@ from kiam_eks.invariants.view import (
     flag_values,
 )
 from kiam_eks.settings.agent import TolerationSettings
-from kiam_eks.settings.installed import Installed
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import covers, served_by_steps
+from kiam_eks.transitions.installed import Installed
+from kiam_eks.transitions.judges import covers, served_by_steps
 
 CHECK = "change"
 

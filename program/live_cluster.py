@@ -2,7 +2,7 @@
 registered: whether a pod still gets its credentials from kiam where this update stops kiam
 serving them.
 
-The judge (settings/transitions.py) sees the settings and what the stack's last update installed.
+The judge (transitions/) sees the settings and what the stack's last update installed.
 It lets an application take its last step off kiam (`kiam+podIdentity` to `podIdentity`,
 `kiam+irsa` to `irsa`: the namespace stops admitting the role) and lets `kiam:retire` through
 (kiam goes). A pod created while only kiam served its application carries the kiam annotation
@@ -51,7 +51,9 @@ from kiam_eks.program.kube_api import ApiError
 from kiam_eks.settings.agent import TolerationSettings
 from kiam_eks.settings.loader import stack_file_for
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import RefusedChangeError, Transition, covers, leaving_kiam
+from kiam_eks.transitions.judge import Transition
+from kiam_eks.transitions.judges import covers, leaving_kiam
+from kiam_eks.transitions.verdicts import RefusedChangeError
 
 
 class ClusterReader(Protocol):

@@ -19,7 +19,7 @@ from kiam_eks.program.kube_api import KubeApi, private_file, with_exec_token
 from kiam_eks.program.kubernetes import kubernetes_provider
 from kiam_eks.program.live_cluster import Connect, judge_live_cluster
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import Transition
+from kiam_eks.transitions.judge import Transition
 
 
 @dataclass(frozen=True)

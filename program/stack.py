@@ -13,10 +13,10 @@ from kiam_eks.components.cloud import CloudSide
 from kiam_eks.components.kiam import Kiam
 from kiam_eks.components.last_update import judged_change
 from kiam_eks.contracts import names
-from kiam_eks.settings import installed
 from kiam_eks.settings.loader import stack_file_for
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import Transition
+from kiam_eks.transitions import installed
+from kiam_eks.transitions.judge import Transition
 
 
 def judge_change(settings: StackSettings) -> Transition:
@@ -49,7 +49,7 @@ def build(
 
 
 def export_outputs(kiam: Kiam, settings: StackSettings) -> None:
-    """The stack outputs the README documents.
+    """The stack outputs docs/using-it.md documents.
 
     Once kiam is retired (`kiam:retire`) only `applications` and `installed` remain: kiam's
     outputs (its roles, node group, server address, namespace) are absent rather than null, so a

@@ -145,7 +145,7 @@ class _Domain(Protocol):
 
 
 class KubernetesSide(Protocol):
-    """What the change judge reads of kiam's Kubernetes side (settings/transitions.py):
+    """What the change judge reads of kiam's Kubernetes side (transitions/):
     `StackSettings` and `KubernetesSideSettings` alike."""
 
     @property

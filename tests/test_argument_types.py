@@ -17,7 +17,7 @@ from pulumi.provider.experimental.component import ComponentProvider
 
 from kiam_eks import ArgumentsError, Kiam, KiamArgs
 from kiam_eks.components import argument_types
-from kiam_eks.settings.public_args import arguments_of, kiam_settings
+from kiam_eks.components.public_args import arguments_of, kiam_settings
 from kiam_eks.settings.stack import StackSettings
 from tests.test_kiam_args import CONFIGS, settings_of, without_program_settings
 from tools import api_reference

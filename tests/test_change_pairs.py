@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kiam_eks.settings.installed import installed_by, read_installed
-from kiam_eks.settings.transitions import Kind, RefusedChangeError, judge
+from kiam_eks.transitions.installed import installed_by, read_installed
+from kiam_eks.transitions.judge import judge
+from kiam_eks.transitions.verdicts import Kind, RefusedChangeError
 from tests.test_transitions import (
     BASES,
     CHANGES,

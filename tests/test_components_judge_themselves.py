@@ -19,11 +19,12 @@ from kiam_eks.components.pod_identity import (
     agent_installed_elsewhere_message,
     agent_missing_message,
 )
+from kiam_eks.components.public_args import kiam_settings, kubernetes_side
 from kiam_eks.contracts import tokens
 from kiam_eks.contracts.pod_identity import AGENT_ADDON
-from kiam_eks.settings.installed import OUTPUT, installed_by, kubernetes_side_installed
-from kiam_eks.settings.public_args import kiam_settings, kubernetes_side
-from kiam_eks.settings.transitions import RefusedChangeError, judge
+from kiam_eks.transitions.installed import OUTPUT, installed_by, kubernetes_side_installed
+from kiam_eks.transitions.judge import judge
+from kiam_eks.transitions.verdicts import RefusedChangeError
 from tests.test_kiam_args import ARGS
 from tests.test_kiam_kubernetes import ARGS as SIDE_ARGS
 from tools.mock_engine import MockEngine, Recording

@@ -17,10 +17,11 @@ import pytest
 from kiam_eks.contracts import tokens
 from kiam_eks.invariants import Resource, Violation, check_all
 from kiam_eks.invariants.recorded import resources_from_recording
-from kiam_eks.settings.installed import installed_by, read_installed
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import RefusedChangeError, judge
+from kiam_eks.transitions.installed import installed_by, read_installed
+from kiam_eks.transitions.judge import judge
+from kiam_eks.transitions.verdicts import RefusedChangeError
 from tests import guarantee_views as g
 from tests.conftest import base_config, expected_of, run_program
 from tools.mock_engine import Recording

@@ -2101,8 +2101,8 @@ def test_the_pod_identity_facts_as_aws_states_them() -> None:
 from kiam_eks.invariants.expected import Expected  # noqa: E402
 from kiam_eks.settings.agent import TolerationSettings  # noqa: E402
 from kiam_eks.settings.applications import ServedBy  # noqa: E402
-from kiam_eks.settings.installed import Installed, installed_by  # noqa: E402
 from kiam_eks.settings.loader import settings_from_values as _values  # noqa: E402
+from kiam_eks.transitions.installed import Installed, installed_by  # noqa: E402
 
 CHANGE = "change"
 RETIRED_CONFIG = {**base_config(), "kiam:retire": True}

@@ -5,6 +5,7 @@ layers only."""
 from __future__ import annotations
 
 import ast
+import subprocess
 import tomllib
 from typing import Any
 
@@ -36,7 +37,7 @@ PACKAGES = sorted([*SUBPACKAGES, *OUTSIDE])
 def test_the_packages_of_the_project() -> None:
     assert SUBPACKAGES == [
         "kiam_eks.components", "kiam_eks.contracts", "kiam_eks.invariants", "kiam_eks.program",
-        "kiam_eks.settings", "kiam_eks.specs",
+        "kiam_eks.settings", "kiam_eks.specs", "kiam_eks.transitions",
     ]  # fmt: skip
     assert OUTSIDE == ["e2e", "policy", "tools"]
 
@@ -50,7 +51,7 @@ def test_every_package_has_a_layer_and_is_checked_for_cycles() -> None:
         "tools",
         "kiam_eks.program | policy",
         "kiam_eks.components | kiam_eks.invariants",
-        "kiam_eks.specs",
+        "kiam_eks.specs | kiam_eks.transitions",
         "kiam_eks.settings",
         "kiam_eks.contracts",
     ]
@@ -79,3 +80,23 @@ def test_main_imports_the_program_and_settings_only() -> None:
         "kiam_eks.program",
         "kiam_eks.settings",
     }
+
+
+def test_the_folder_table_names_every_top_level_folder_once_and_lives_in_one_place() -> None:
+    """docs/architecture.md's table is where a newcomer finds what lives where: a folder added
+    without a row there, or a second copy of the table elsewhere that could drift, fails."""
+    header = "| folder | what lives there |"
+    pages = [PROJECT_DIR / "README.md", *sorted((PROJECT_DIR / "docs").rglob("*.md"))]
+    assert [p.name for p in pages if header in p.read_text()] == ["architecture.md"]
+    text = (PROJECT_DIR / "docs" / "architecture.md").read_text()
+    rows = [
+        line.split("|")[1].strip().strip("`")
+        for line in text.splitlines()
+        if line.startswith("| `")
+    ]
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=PROJECT_DIR, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    folders = sorted({f.split("/")[0] + "/" for f in tracked if "/" in f and not f.startswith(".")})
+    assert sorted(r.split("/")[0] + "/" for r in rows if "/" in r) == folders
+    assert "__main__.py" in rows and len(rows) == len(set(rows))

@@ -35,6 +35,7 @@ def test_the_package_maps_each_of_its_folders_once() -> None:
         "kiam_eks.program": "program",
         "kiam_eks.settings": "settings",
         "kiam_eks.specs": "specs",
+        "kiam_eks.transitions": "transitions",
     }
     assert all((path / "__init__.py").is_file() for path in dirs.values())
     # No folder of them has a subfolder that would be left out of the wheel.
@@ -62,7 +63,7 @@ def test_the_tests_run_against_the_installed_package() -> None:
 def test_the_public_names_load_on_first_use() -> None:
     from kiam_eks.components.kiam import Kiam, KiamArgs
     from kiam_eks.components.kiam_kubernetes import KiamKubernetes, KiamKubernetesArgs
-    from kiam_eks.settings.public_args import ArgumentsError
+    from kiam_eks.components.public_args import ArgumentsError
 
     assert kiam_eks.__all__ == sorted(kiam_eks._PUBLIC)
     assert {name: getattr(kiam_eks, name) for name in kiam_eks.__all__} == {

@@ -240,8 +240,8 @@ def test_an_in_place_node_group_change_keeps_the_name() -> None:
 
 def test_two_kiam_components_do_not_collide() -> None:
     from kiam_eks.components.kiam import Kiam, KiamArgs
+    from kiam_eks.components.public_args import arguments_of
     from kiam_eks.settings.loader import settings_from_values
-    from kiam_eks.settings.public_args import arguments_of
     from tests.conftest import run_component
 
     values = {k.removeprefix("kiam:"): v for k, v in base_config().items()}

@@ -13,12 +13,12 @@ import yaml
 
 from kiam_eks.components.kiam import Kiam, KiamArgs
 from kiam_eks.components.kiam_kubernetes import KiamKubernetes, KiamKubernetesArgs
-from kiam_eks.contracts import tokens
-from kiam_eks.settings.public_args import (
+from kiam_eks.components.public_args import (
     KIAM_ARGUMENTS,
     KUBERNETES_SIDE_ARGUMENTS,
     KUBERNETES_SIDE_INPUTS,
 )
+from kiam_eks.contracts import tokens
 from tools import api_reference
 
 
@@ -120,7 +120,7 @@ def _field_docstrings(cls: type) -> dict[str, str]:
 def test_each_setting_of_kiam_kubernetes_is_kiams_argument_of_that_name() -> None:
     docstrings = _field_docstrings(KiamKubernetesArgs)
     assert set(docstrings) == set(KiamKubernetesArgs.__annotations__)
-    # The adapter's two lists are exactly the component's arguments (settings/public_args.py).
+    # The adapter's two lists are exactly the component's arguments (components/public_args.py).
     assert set(KiamKubernetesArgs.__annotations__) == {
         *KUBERNETES_SIDE_ARGUMENTS,
         *KUBERNETES_SIDE_INPUTS,

@@ -124,7 +124,7 @@ def _settings(applications: int, extra: dict[str, dict[str, str]] | None = None)
 
 
 def test_the_installed_facts_carry_the_layout_to_the_next_update_which_moves_nothing() -> None:
-    from kiam_eks.settings.installed import installed_by
+    from kiam_eks.transitions.installed import installed_by
 
     before = installed_by(_settings(300), None)
     assert before.server_permission is not None and len(before.server_permission) == 2

@@ -23,19 +23,13 @@ from kiam_eks.invariants.expected import Expected
 from kiam_eks.invariants.model import Violation
 from kiam_eks.invariants.recorded import resources_from_recording
 from kiam_eks.settings.applications import ServedBy
-from kiam_eks.settings.installed import Installed, LastUpdate, installed_by, read_installed
 from kiam_eks.settings.loader import read_stack_file, settings_from_values
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import (
-    KEEP_RULE,
-    TABLE,
-    Kind,
-    RefusedChangeError,
-    Verdict,
-    judge,
-    row_of,
-    served_by_steps,
-)
+from kiam_eks.transitions.installed import Installed, LastUpdate, installed_by, read_installed
+from kiam_eks.transitions.judge import judge
+from kiam_eks.transitions.judges import KEEP_RULE, served_by_steps
+from kiam_eks.transitions.table import TABLE, row_of
+from kiam_eks.transitions.verdicts import Kind, RefusedChangeError, Verdict
 from tests.conftest import example_config, pod_spec
 from tests.test_properties import valid_configs
 from tools.config_reference import setting_keys

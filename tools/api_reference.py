@@ -21,12 +21,12 @@ from typing import Any
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case as to_camel
 
-from kiam_eks.contracts import tokens
-from kiam_eks.settings.public_args import (
+from kiam_eks.components.public_args import (
     KIAM_ARGUMENTS,
     setting_default,
     setting_field,
 )
+from kiam_eks.contracts import tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 PROVIDER_DIR = ROOT / "provider"

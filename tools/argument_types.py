@@ -1,7 +1,7 @@
 """Generate `Kiam`'s named argument types from the settings models, so the two cannot drift.
 
 Each section argument of `Kiam` (`node_group`, `server`, ... and each entry of `applications`) is
-one stack setting (settings/public_args.py `KIAM_ARGUMENTS`). This writes, for each settings model
+one stack setting (components/public_args.py `KIAM_ARGUMENTS`). This writes, for each settings model
 under them, a `TypedDict` with the model's fields under their Python names (snake_case), their
 types, whether they may be left out, and their descriptions as docstrings:
 components/argument_types.py. The component provider infers the package schema from those
@@ -29,9 +29,9 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from kiam_eks.components.public_args import KIAM_ARGUMENTS
 from kiam_eks.settings.base import model_class
 from kiam_eks.settings.kubernetes_side import KubernetesSideSettings
-from kiam_eks.settings.public_args import KIAM_ARGUMENTS
 from kiam_eks.settings.stack import StackSettings
 from tools.api_reference import camel
 

@@ -20,7 +20,7 @@ from pydantic_core import PydanticUndefined
 from kiam_eks.settings.base import model_class
 from kiam_eks.settings.node_group import what_a_change_does
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import row_of
+from kiam_eks.transitions.table import row_of
 from tools.transition_reference import anchor
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"

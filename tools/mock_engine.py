@@ -34,8 +34,8 @@ from kiam_eks.contracts.eks_node_group import FORCE_NEW
 from kiam_eks.program import live_cluster
 from kiam_eks.program.kube_api import ApiError
 from kiam_eks.settings.cluster import partition_of
-from kiam_eks.settings.installed import RECORDING_COMPONENTS
 from kiam_eks.settings.pod_identity import PodIdentityAgentSettings
+from kiam_eks.transitions.installed import RECORDING_COMPONENTS
 
 PROJECT = "kiam"
 # The self-managed backend's one organization name (pulumi/pulumi 1b594989,

@@ -32,10 +32,11 @@ from kiam_eks.invariants.recorded import resources_from_recording
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from kiam_eks.settings.base import UNDECRYPTED_SECRET
 from kiam_eks.settings.cluster import ClusterSettings
-from kiam_eks.settings.installed import LastUpdate
 from kiam_eks.settings.loader import stack_name_of
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.settings.transitions import RefusedChangeError, judge
+from kiam_eks.transitions.installed import LastUpdate
+from kiam_eks.transitions.judge import judge
+from kiam_eks.transitions.verdicts import RefusedChangeError
 from tools import validate
 from tools.stack_source import add_stack_source, stack_file_of
 
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         from tools.render import render
 
         # With --diff, the base plan is what the stack's last update left: the change is judged
-        # from it as `pulumi up` judges it (settings/transitions.py), and refused the same way.
+        # from it as `pulumi up` judges it (transitions/), and refused the same way.
         base = _base_update(args.diff) if args.diff else None
         if base is not None:
             try:

@@ -1,4 +1,4 @@
-"""Generate docs/transitions.md from the transitions table (settings/transitions.py), so what the
+"""Generate docs/transitions.md from the transitions table (transitions/table.py), so what the
 docs say a change does and what the program does cannot drift.
 
 python -m tools.transition_reference           # print it
@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kiam_eks.settings.transitions import TABLE, Kind
+from kiam_eks.transitions.table import TABLE
+from kiam_eks.transitions.verdicts import Kind
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "transitions.md"
 
@@ -32,8 +33,8 @@ while the agents move, and `KiamKubernetes` serves the certificates it is given)
 - **refused**: no order keeps them flowing; `pulumi preview` and `pulumi up` stop before anything
   is registered, with a message naming the setting, the running value and the safe way there.
 
-Guarantee 16 (README, "What is guaranteed") judges the outcome on what the program renders for
-the change. Generated from `settings/transitions.py` by `python -m tools.transition_reference
+Guarantee 16 ([guarantees.md](guarantees.md)) judges the outcome on what the program renders for
+the change. Generated from `transitions/table.py` by `python -m tools.transition_reference
 --write`; a test fails when this file and the table disagree. A stack last updated by a version
 of the program older than the `installed` output is judged on what its outputs say (the server
 address, the namespace, the applications); run one `pulumi up` with no settings change after

@@ -13,7 +13,7 @@
    one before included) certainly reaches the agent.
 
 Not modelled: the CA each side trusts (a change of CA is refused before anything is registered,
-settings/transitions.py), and STS (no AWS here).
+transitions/), and STS (no AWS here).
 """
 
 from __future__ import annotations

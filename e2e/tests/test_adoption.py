@@ -404,7 +404,7 @@ def run_the_move(m: Move, update: bool) -> None:
     set_phase(m, "complete")
     m.results["complete again"] = watched(m, "complete again", stack.up)
     # Two phases back at once would delete the agents the stack owns since complete, with their
-    # rule in place: refused before anything changes (settings/transitions.py).
+    # rule in place: refused before anything changes (transitions/).
     set_phase(m, "servers")
     m.results["back two phases (preview)"] = watched(
         m, "back two phases (preview)", lambda: stack.preview(check=False)

@@ -1,4 +1,4 @@
-"""Scenario: changes between two valid stacks on a running install (settings/transitions.py),
+"""Scenario: changes between two valid stacks on a running install (transitions/),
 each previewed and applied as users do (`pulumi preview`, then `pulumi up`, which previews again)
 and watched.
 
@@ -46,9 +46,10 @@ from e2e.tests.conftest import REPORT, changes, deploy, example_config, set_sett
 from kiam_eks.contracts import names
 from kiam_eks.contracts.labels import ROLE_ANNOTATION
 from kiam_eks.settings.applications import ServedBy
-from kiam_eks.settings.installed import installed_by
 from kiam_eks.settings.loader import settings_from_values, stack_file_for
-from kiam_eks.settings.transitions import RefusedChangeError, judge
+from kiam_eks.transitions.installed import installed_by
+from kiam_eks.transitions.judge import judge
+from kiam_eks.transitions.verdicts import RefusedChangeError
 
 STACK = "changes"
 NAMESPACE = "kiam"

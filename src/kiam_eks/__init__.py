@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kiam_eks.components.kiam import Kiam, KiamArgs
     from kiam_eks.components.kiam_kubernetes import KiamKubernetes, KiamKubernetesArgs
-    from kiam_eks.settings.public_args import ArgumentsError
+    from kiam_eks.components.public_args import ArgumentsError
 
 __all__ = ["ArgumentsError", "Kiam", "KiamArgs", "KiamKubernetes", "KiamKubernetesArgs"]
 
 # Each public name and the module that defines it.
 _PUBLIC = {
-    "ArgumentsError": "kiam_eks.settings.public_args",
+    "ArgumentsError": "kiam_eks.components.public_args",
     "Kiam": "kiam_eks.components.kiam",
     "KiamArgs": "kiam_eks.components.kiam",
     "KiamKubernetes": "kiam_eks.components.kiam_kubernetes",

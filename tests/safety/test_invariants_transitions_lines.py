@@ -12,7 +12,7 @@ from kiam_eks.invariants import Resource, Violation, check_all
 from kiam_eks.invariants.expected import Expected
 from kiam_eks.invariants.model import UNKNOWN
 from kiam_eks.invariants.recorded import resources_from_recording
-from kiam_eks.settings.installed import Installed
+from kiam_eks.transitions.installed import Installed
 from tests import guarantee_views as g
 from tests.conftest import base_config, run_program
 from tests.test_adoption import adoption_config

@@ -50,7 +50,7 @@ def test_a_retired_stacks_roles_name_no_kiam_role_pattern_or_policy() -> None:
 
 
 def test_a_namespace_the_stack_creates_is_deleted_with_it(base_run: Recording) -> None:
-    # Kept on delete only while it is being released (settings/transitions.py).
+    # Kept on delete only while it is being released (transitions/).
     assert base_run.one("kubernetes:core/v1:Namespace").retain_on_delete is False
 
 

@@ -1,4 +1,4 @@
-"""settings/transitions.py: what the mutants the other tests let live would change."""
+"""transitions/ (the change judge): what the mutants the other tests let live would change."""
 
 from __future__ import annotations
 
@@ -12,24 +12,18 @@ from kiam_eks.contracts import names, tokens
 from kiam_eks.contracts.iam import role_arn_parts
 from kiam_eks.contracts.tokens import DAEMON_SET_PATCH
 from kiam_eks.settings.agent import TolerationSettings
-from kiam_eks.settings.installed import Installed, InstalledNamespace, installed_by
-from kiam_eks.settings.transitions import (
-    Kind,
-    RefusedChangeError,
-    Row,
+from kiam_eks.transitions.installed import Installed, InstalledNamespace, installed_by
+from kiam_eks.transitions.judge import (
     Transition,
-    Verdict,
     _previous_server_names,
     _retirement_patch_left,
     agents_lost,
-    changed_settings,
-    covers,
-    describe,
     first_update,
     judge,
     namespace_mode,
-    s_path,
 )
+from kiam_eks.transitions.judges import covers, describe, s_path
+from kiam_eks.transitions.verdicts import Kind, RefusedChangeError, Row, Verdict, changed_settings
 from tests.conftest import base_config, run_component
 from tests.test_transitions import SOURCE, migration_config, settings_of
 
@@ -102,8 +96,8 @@ def test_a_kiam_used_as_a_component_without_a_last_update_has_nothing_to_roll() 
     """`Kiam` built by a program of its own, with no transition: its first update, so a
     retirement has no running agents to roll and registers no patch."""
     from kiam_eks.components.kiam import Kiam, KiamArgs
+    from kiam_eks.components.public_args import arguments_of
     from kiam_eks.settings.loader import settings_from_values
-    from kiam_eks.settings.public_args import arguments_of
 
     values = {k.removeprefix("kiam:"): v for k, v in base_config().items()}
     settings = settings_from_values({**values, "retire": True}, "test")

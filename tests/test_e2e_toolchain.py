@@ -258,7 +258,7 @@ def test_every_tool_installed_and_compatible_is_taken_from_the_machine(
     assert reasons["pulumi-language-nodejs"] == f"beside the CLI: {bin_dir}/pulumi-language-nodejs"
     assert toolchain.explain(choices, {}, "e2e", "auto", go=False).splitlines()[-1] == (
         "Expected: no build; the sandbox (a control plane and the dev stack's preview and up) "
-        "about 70 s (measured, README quick start)."
+        "about 70 s (measured, docs/performance.md)."
     )
 
 

@@ -14,9 +14,7 @@ import pulumi
 import pytest
 
 from kiam_eks import ArgumentsError, Kiam, KiamArgs
-from kiam_eks.contracts import tokens
-from kiam_eks.settings.loader import read_stack_file, settings_from_values
-from kiam_eks.settings.public_args import (
+from kiam_eks.components.public_args import (
     CLUSTER_NAME_FROM_OUTPUT,
     KIAM_ARGUMENTS,
     KIAM_INPUTS,
@@ -26,6 +24,8 @@ from kiam_eks.settings.public_args import (
     kiam_settings,
     subnet_ids_known,
 )
+from kiam_eks.contracts import tokens
+from kiam_eks.settings.loader import read_stack_file, settings_from_values
 from kiam_eks.settings.stack import StackSettings
 from tests import guarantee_views as g
 from tests.conftest import EXAMPLE_STACKS, addons_of, base_config, example_config, run_component
@@ -326,7 +326,7 @@ def test_bad_arguments_are_refused_before_anything_is_registered(
 
 
 def test_the_arguments_work_as_written_in_a_program() -> None:
-    """The README's Python example, as a program: a whole install from literal arguments."""
+    """`Kiam` in a program of your own: a whole install from literal arguments."""
     recording = run_component(lambda: Kiam("kiam", cast(KiamArgs, ARGS)))
     top = recording.one(tokens.KIAM)
     assert top.name == "kiam"

@@ -1,4 +1,4 @@
-"""The GitHub workflows users run: valid against the workflow schema, and wired as the README says."""
+"""The GitHub workflows users run: valid against the workflow schema, and wired as docs/pull-requests.md says."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def served_checkout(destination: Path) -> Path:
 @dataclass(frozen=True)
 class MadeElsewhere:
     """What a consumer's program is given: the dedicated node group's name, the roles' ARNs,
-    the certificates, as the README's examples read them from stack config."""
+    the certificates, as the examples (README, docs/package.md) read them from stack config."""
 
     config: dict[str, str]
     secrets: dict[str, str]

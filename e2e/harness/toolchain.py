@@ -570,7 +570,7 @@ WHOLE_COLD_SECONDS = 1941
 # only new downloads are pulumi-yaml's (44 modules, 95 MB).
 E2E_HOSTS_SHARED_SECONDS = 84
 # What the sandbox itself takes once the binaries are there: measured by `make sandbox STACK=dev`
-# with every tool preinstalled, on 2026-12-01 (README quick start).
+# with every tool preinstalled, on 2026-12-01 (docs/performance.md).
 SANDBOX_SECONDS = 70  # 69.3 s and 74.2 s, two runs on 2 cores shared with others (load 5 to 9)
 
 
@@ -611,7 +611,7 @@ def explain(
     if not to_build:
         lines.append(
             f"Expected: no build; the sandbox (a control plane and the dev stack's preview and up) "
-            f"about {SANDBOX_SECONDS} s (measured, README quick start)."
+            f"about {SANDBOX_SECONDS} s (measured, docs/performance.md)."
         )
         return "\n".join(lines)
     timed = sorted({t for c in to_build if (t := _timed_as(c)) is not None})

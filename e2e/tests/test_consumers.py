@@ -1,13 +1,13 @@
 """Scenario: the package used from other people's programs, as the README's "Use it from your own
-program" shows: the examples in examples/ (YAML and TypeScript through `pulumi package add` of the
-component provider, YAML's from a git URL, TypeScript's from the provider folder, Python with the
-package installed by pip into a fresh virtualenv), each run by the real CLI and language host on a
-control plane whose dedicated nodes, roles and certificates were made elsewhere. The git URL is a
-clean checkout committed and tagged here, served over HTTPS by a git server on 127.0.0.1 (reached
-as `git.kiam-eks.test` through `HTTPS_PROXY`: e2e/harness/git_server.py says why) that lives only
-as long as that `pulumi package add`. The engine serves both public components' schema; each
-example installs kiam's Kubernetes side (`KiamKubernetes`: no AWS or TLS resource, which this
-machine cannot run, unlike `Kiam`) to Ready servers on the dedicated nodes and
+program" and docs/package.md show: the examples in examples/ (YAML and TypeScript through `pulumi
+package add` of the component provider, YAML's from a git URL, TypeScript's from the provider
+folder, Python with the package installed by pip into a fresh virtualenv), each run by the real CLI
+and language host on a control plane whose dedicated nodes, roles and certificates were made
+elsewhere. The git URL is a clean checkout committed and tagged here, served over HTTPS by a git
+server on 127.0.0.1 (reached as `git.kiam-eks.test` through `HTTPS_PROXY`: e2e/harness/git_server.py
+says why) that lives only as long as that `pulumi package add`. The engine serves both public
+components' schema; each example installs kiam's Kubernetes side (`KiamKubernetes`: no AWS or TLS
+resource, which this machine cannot run, unlike `Kiam`) to Ready servers on the dedicated nodes and
 Ready agents everywhere else, agents only after the servers; a second `up` changes nothing; a
 destroy removes it before the next language installs. The Python example is first installed as
 version 0.1.0 wrote it, with that version, then upgraded to today's package and example: nothing

@@ -1,4 +1,4 @@
-"""A `kubectl` edit of a field Pulumi manages, as the README's operations section describes it:
+"""A `kubectl` edit of a field Pulumi manages, as docs/operations.md describes it:
 invisible to a plain `pulumi up`; `pulumi up --refresh` then stops at its preview with a
 field-manager conflict; two recoveries put the stack's value back and leave Pulumi the field's
 only owner: the update without its preview (the provider's update takes the field over, its

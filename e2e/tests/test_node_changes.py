@@ -9,7 +9,7 @@ taint (its value, or its effect, under NO_SCHEDULE and NO_EXECUTE) and a Kuberne
 take the replacement path, never touching the running nodes; labels and sizes change the running
 group, and no server restarts.
 
-Scenarios 3, 4 and 6 of the README read the first replacement (the instance type) and the upgrade
+Scenarios 3, 4 and 6 of docs/e2e.md read the first replacement (the instance type) and the upgrade
 that follows it:
 
 - Replacement: the new nodes exist before any server moves; the old nodes go only once every

@@ -1,6 +1,6 @@
 """Scenario 2, the pull-request preview for real: `pulumi preview --diff` of an image bump and of a
-node group replacement show exactly what changes, kept as golden files (`e2e/golden/`) that the
-README's pull-request section links. Rewrite them with `pytest e2e/tests --update-golden`."""
+node group replacement show exactly what changes, kept as golden files (`e2e/golden/`) that
+docs/pull-requests.md links. Rewrite them with `pytest e2e/tests --update-golden`."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ node group, the agents on every other node, and the way out of kiam.
 The subpackages are the repository's top-level folders (pyproject.toml, `package-dir`):
 `kiam_eks.components` (the components), `kiam_eks.settings` (the stack settings' models),
 `kiam_eks.contracts` (the facts of AWS, EKS, Kubernetes and kiam they rely on, each with its
-source), `kiam_eks.specs`, `kiam_eks.invariants` (the guarantees) and `kiam_eks.program` (this
-repository's program, the package's first user).
+source), `kiam_eks.specs`, `kiam_eks.transitions` (the change judge: every change from what the
+last update installed, safe, sequenced or refused), `kiam_eks.invariants` (the guarantees) and
+`kiam_eks.program` (this repository's program, the package's first user).
 
 The names below load on first use: the policy pack imports `kiam_eks.invariants` in an
 environment without the cloud SDKs the components need.

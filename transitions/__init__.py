@@ -15,7 +15,7 @@ A change of a setting is one of three things on a running cluster:
 `TABLE` (table.py) lists every setting once (docs/transitions.md is generated from it and the
 configuration reference links each key to its row); each row that can be anything but safe has a
 judge (judges.py, in the words of verdicts.py), which `judge` (judge.py) runs against the facts of
-the last update (installed.py). A change judged here
-is also judged by the transition guarantees (invariants/transitions.py) on what the program then
-renders, as every stack is judged by the other guarantees.
+the last update (installed.py). A change judged here is also judged by the transition guarantees
+(invariants/transitions.py) on what the program then renders, as every stack is judged by the
+other guarantees.
 """

@@ -14,7 +14,7 @@ from tools.mock_engine import PROJECT_DIR
 
 README = PROJECT_DIR / "README.md"
 DOCS = PROJECT_DIR / "docs"
-PAGES = [README, *sorted(DOCS.rglob("*.md"))]
+PAGES = [README, PROJECT_DIR / "e2e" / "toolchain" / "README.md", *sorted(DOCS.rglob("*.md"))]
 MAP_HEADING = "## Where to read on: docs/ by reader"
 
 FENCE = re.compile(r"^\s*(```|~~~)")

@@ -335,7 +335,7 @@ def test_a_missing_tool_is_built_and_its_measured_time_is_shown(
     ]
     assert toolchain.explain(choices, {}, "sandbox", "auto", go=False).splitlines()[-1] == (
         "Expected: 1 of 11 built from source, once (then cached): at most 5.3 min for etcd built "
-        "one after another (measured, e2e/toolchain/README.md; build.sh runs two at a time); "
+        "one after another (measured, docs/performance.md; build.sh runs two at a time); "
         "needs Go 1.26 on PATH (`go` is not there); then the sandbox about 70 s."
     )
     # Already built once: nothing to build, the cached binary is used.
@@ -567,9 +567,9 @@ def test_a_source_built_cli_gets_the_adapter_in_front_of_the_sdk_hosts(
     assert (bin_dir / "pulumi-language-yaml").read_text() == "pulumi-language-yaml"
     # Its measured cost: each of the builds once, the adapter once for both names.
     assert toolchain.explain(choices, {}, "e2e", "auto", go=True).splitlines()[-1] == (
-        "Expected: 7 of 16 built from source, once (then cached): at most 68.7 min for pulumi, "
+        "Expected: 7 of 16 built from source, once (then cached): at most 68.8 min for pulumi, "
         "pulumi-language-adapter, pulumi-language-nodejs, pulumi-language-python, "
-        "pulumi-language-yaml built one after another (measured, e2e/toolchain/README.md; "
+        "pulumi-language-yaml built one after another (measured, docs/performance.md; "
         "build.sh runs two at a time); then the sandbox about 70 s."
     )
 
@@ -583,7 +583,19 @@ def test_everything_from_source_for_e2e_counts_what_the_language_hosts_add(
         .splitlines()[-1]
         .endswith(
             "; the whole toolchain took 32.4 min alone on 2 cores (docs/performance.md), and the e2e "
-            "language hosts add about 1.4 min to it (e2e/toolchain/README.md); then the sandbox "
+            "language hosts add about 1.4 min to it (docs/performance.md); then the sandbox "
             "about 70 s."
         )
     )
+
+
+def test_the_expected_build_times_are_the_measured_ones_in_docs() -> None:
+    """The plan's expected times are docs/performance.md's table, where every measured number
+    lives: each component's seconds appear there as the wall time it was measured at."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "performance.md").read_text()
+    section = text.split("## The toolchain's components, cold and warm", 1)[1].split("\n## ", 1)[0]
+    walls = set(re.findall(r"\b\d+:\d\d\b", section))
+    assert {
+        name: f"{seconds // 60}:{seconds % 60:02d}" in walls
+        for name, seconds in toolchain.MEASURED_SECONDS.items()
+    } == {name: True for name in toolchain.MEASURED_SECONDS}

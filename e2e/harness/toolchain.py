@@ -544,7 +544,8 @@ def plan(
 
 # Cold build of each component, from the Go module proxy, two components at a time on 2 cores,
 # 2026-11-29, sharing the cores with other work (so pessimistic): the cost table of
-# e2e/toolchain/README.md ("Cache and cost"). kubectl and promtool were never timed alone.
+# docs/performance.md ("The toolchain's components, cold and warm"). kubectl and promtool were
+# never timed alone.
 MEASURED_SECONDS: dict[str, int] = {
     "pulumi": 757,  # 12:37
     "pulumi-language-python": 75,  # 1:15, with its script
@@ -556,9 +557,9 @@ MEASURED_SECONDS: dict[str, int] = {
     "kwok": 437,  # 7:17, kwok and kwokctl together
     # The e2e-only language hosts, each with empty Go module and build caches of its own (so with
     # its downloads), two at a time with nice 19 on 2 cores shared with e2e runs and mutation
-    # tests (load 8 to 18), 2026-12-01: pessimistic (README, "Cache and cost").
-    "pulumi-language-yaml": 1539,  # 25:41 (219 s user CPU)
-    ADAPTER: 1452,  # 24:17 (202 s user CPU); one build for both names it is installed under
+    # tests (load 8 to 18), 2026-12-01: pessimistic (docs/performance.md, the same section).
+    "pulumi-language-yaml": 1541,  # 25:41 (219 s user CPU)
+    ADAPTER: 1457,  # 24:17 (202 s user CPU); one build for both names it is installed under
     "pulumi-language-nodejs": 298,  # 4:58, the sdk v3.68 host (101 s user CPU)
 }
 # The whole toolchain cold, alone on the machine, in CI's cold run (docs/performance.md), before
@@ -621,7 +622,7 @@ def explain(
     if timed:
         text += (
             f": at most {_minutes(serial)} for {', '.join(timed)} built one after another "
-            "(measured, e2e/toolchain/README.md; build.sh runs two at a time)"
+            "(measured, docs/performance.md; build.sh runs two at a time)"
         )
     if untimed:
         text += f"{', plus' if timed else ':'} {', '.join(untimed)} (never timed alone)"
@@ -633,7 +634,7 @@ def explain(
         if purpose == "e2e":
             text += (
                 f", and the e2e language hosts add about {_minutes(E2E_HOSTS_SHARED_SECONDS)} "
-                "to it (e2e/toolchain/README.md)"
+                "to it (docs/performance.md)"
             )
     if not go:
         text += "; needs Go 1.26 on PATH (`go` is not there)"

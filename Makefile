@@ -61,7 +61,7 @@ test: $(BIN)/.installed-dev  ## Lint, type-check, check the import layers and ru
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check .

@@ -6,11 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kiam_eks.invariants.model import Violation, dig
-from kiam_eks.invariants.view import (
-    KiamView,
-    pod_spec,
-    tolerates,
-)
+from kiam_eks.invariants.view import KiamView, pod_spec, tolerates
 
 
 def agent_placement(view: KiamView) -> list[Violation]:

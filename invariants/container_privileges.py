@@ -4,12 +4,7 @@ policy pack's description of it)."""
 from __future__ import annotations
 
 from kiam_eks.invariants.model import Resource, Violation, dig
-from kiam_eks.invariants.view import (
-    AGENT_CONTAINER,
-    SERVER_CONTAINER,
-    KiamView,
-    container,
-)
+from kiam_eks.invariants.view import AGENT_CONTAINER, SERVER_CONTAINER, KiamView, container
 
 AGENT_CAPABILITIES = frozenset({"NET_ADMIN", "NET_RAW"})
 NO_CAPABILITIES: frozenset[str] = frozenset()

@@ -11,10 +11,7 @@ from kiam_eks.contracts.tokens import NODE_GROUP, ROLE
 from kiam_eks.invariants.iam_documents import as_list, document, statements
 from kiam_eks.invariants.model import Resource, Violation, is_unknown
 from kiam_eks.invariants.pod_identity import trusts_pod_identity
-from kiam_eks.invariants.view import (
-    KiamView,
-    ManagedPolicy,
-)
+from kiam_eks.invariants.view import KiamView, ManagedPolicy
 
 
 def iam_least_privilege(view: KiamView) -> list[Violation]:

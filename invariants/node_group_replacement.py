@@ -12,9 +12,7 @@ from kiam_eks.contracts.rollout_wait import (
 )
 from kiam_eks.contracts.tokens import NODE_GROUP
 from kiam_eks.invariants.model import Violation, dig, is_unknown
-from kiam_eks.invariants.view import (
-    KiamView,
-)
+from kiam_eks.invariants.view import KiamView
 
 
 def node_group_replacement(view: KiamView) -> list[Violation]:

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from kiam_eks.contracts.tokens import CLUSTER_ROLE_BINDING, SECRET
 from kiam_eks.invariants.model import Resource, Violation, dig
-from kiam_eks.invariants.view import (
-    KiamView,
-    pod_spec,
-)
+from kiam_eks.invariants.view import KiamView, pod_spec
 
 
 def ordering(view: KiamView) -> list[Violation]:

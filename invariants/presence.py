@@ -4,9 +4,7 @@ exist, so none of them passes vacuously."""
 from __future__ import annotations
 
 from kiam_eks.invariants.model import Violation
-from kiam_eks.invariants.view import (
-    KiamView,
-)
+from kiam_eks.invariants.view import KiamView
 
 
 def presence(view: KiamView) -> list[Violation]:

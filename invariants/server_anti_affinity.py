@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from kiam_eks.contracts.labels import HOSTNAME_TOPOLOGY
 from kiam_eks.invariants.model import Violation, dig, labels_match
-from kiam_eks.invariants.view import (
-    KiamView,
-    pod_labels,
-    pod_spec,
-)
+from kiam_eks.invariants.view import KiamView, pod_labels, pod_spec
 
 
 def server_anti_affinity(view: KiamView) -> list[Violation]:

@@ -4,12 +4,7 @@ policy pack's description of it)."""
 from __future__ import annotations
 
 from kiam_eks.invariants.model import Resource, Violation, dig, is_unknown
-from kiam_eks.invariants.view import (
-    SERVER_CONTAINER,
-    KiamView,
-    container,
-    flag_values,
-)
+from kiam_eks.invariants.view import SERVER_CONTAINER, KiamView, container, flag_values
 from kiam_eks.settings.base import duration_seconds
 
 

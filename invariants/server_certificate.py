@@ -4,9 +4,7 @@ policy pack's description of it)."""
 from __future__ import annotations
 
 from kiam_eks.invariants.model import Violation, is_unknown
-from kiam_eks.invariants.view import (
-    KiamView,
-)
+from kiam_eks.invariants.view import KiamView
 
 
 def server_certificate(view: KiamView) -> list[Violation]:

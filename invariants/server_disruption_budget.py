@@ -7,9 +7,7 @@ from typing import Any
 
 from kiam_eks.contracts.tokens import PDB
 from kiam_eks.invariants.model import Violation, dig
-from kiam_eks.invariants.view import (
-    KiamView,
-)
+from kiam_eks.invariants.view import KiamView
 
 
 def server_disruption_budget(view: KiamView) -> list[Violation]:

@@ -4,9 +4,7 @@ policy pack's description of it)."""
 from __future__ import annotations
 
 from kiam_eks.invariants.model import Violation, dig
-from kiam_eks.invariants.view import (
-    KiamView,
-)
+from kiam_eks.invariants.view import KiamView
 
 
 def server_service(view: KiamView) -> list[Violation]:

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from kiam_eks.contracts.labels import NODE_GROUP_LABEL
 from kiam_eks.invariants.model import Resource, Violation
-from kiam_eks.invariants.view import (
-    KiamView,
-    pod_spec,
-    tolerates,
-)
+from kiam_eks.invariants.view import KiamView, pod_spec, tolerates
 
 
 def server_tolerations(view: KiamView) -> list[Violation]:

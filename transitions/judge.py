@@ -11,12 +11,7 @@ from kiam_eks.contracts import names
 from kiam_eks.contracts.tokens import DAEMON_SET_PATCH
 from kiam_eks.settings.kubernetes_side import KubernetesSide, KubernetesSideSettings
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.transitions.installed import (
-    Installed,
-    InstalledAgents,
-    installed_by,
-    namespace_owner,
-)
+from kiam_eks.transitions.installed import Installed, InstalledAgents, installed_by, namespace_owner
 from kiam_eks.transitions.judges import (
     agents_change,
     covers,
@@ -24,13 +19,7 @@ from kiam_eks.transitions.judges import (
     server_address_change,
 )
 from kiam_eks.transitions.table import TABLE
-from kiam_eks.transitions.verdicts import (
-    Kind,
-    RefusedChangeError,
-    Verdict,
-    refused,
-    sequenced,
-)
+from kiam_eks.transitions.verdicts import Kind, RefusedChangeError, Verdict, refused, sequenced
 
 NamespaceMode = Literal["create", "release", "use"]
 

@@ -19,12 +19,7 @@ from kiam_eks.transitions.installed import (
     installed_by,
     namespace_owner,
 )
-from kiam_eks.transitions.verdicts import (
-    Verdict,
-    refused,
-    safe,
-    sequenced,
-)
+from kiam_eks.transitions.verdicts import Verdict, refused, safe, sequenced
 
 KEEP_RULE = (
     "set kiam:agent.removeIptablesRuleOnExit: true and `pulumi up` first (the agents roll one "

@@ -15,10 +15,7 @@ from kiam_eks.transitions.judges import (
     retire_change,
     server_address_change,
 )
-from kiam_eks.transitions.verdicts import (
-    Kind,
-    Row,
-)
+from kiam_eks.transitions.verdicts import Kind, Row
 
 SERVERS_ROLL = (
     "the servers roll one at a time behind their PodDisruptionBudget (a new one first with a spare "

@@ -9,9 +9,7 @@ from enum import StrEnum
 
 from kiam_eks.settings.loader import SettingsError
 from kiam_eks.settings.stack import StackSettings
-from kiam_eks.transitions.installed import (
-    Installed,
-)
+from kiam_eks.transitions.installed import Installed
 
 
 class Kind(StrEnum):

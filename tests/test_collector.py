@@ -72,3 +72,22 @@ def test_entry_points_collect_less_often_before_importing_the_sdks(entry_point: 
     assert imports[0] == "from kiam_eks.program.collector"
     call = statements.index("call collect_less_often")
     assert statements.index(imports[1]) > call
+
+
+def test_the_exit_collections_are_skipped_once_the_program_is_done() -> None:
+    """A fresh interpreter: the heap is frozen after every `atexit` callback registered later
+    (the SDK's own) and before the interpreter's finalization would walk it; the exit status is
+    the one the process asked for."""
+    script = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen' if gc.get_freeze_count() else 'walked'))\n"
+        "from kiam_eks.program.collector import collect_less_often\n"
+        "collect_less_often(); collect_less_often()\n"
+        "atexit.register(lambda: print('sdk done', gc.get_freeze_count() == 0))\n"
+        "sys.exit(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.splitlines()) == (
+        3,
+        ["sdk done True", "frozen"],
+    )

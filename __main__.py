@@ -4,10 +4,11 @@ from them, export."""
 
 import pulumi
 
-from kiam_eks.program.collector import collect_less_often
+from kiam_eks.program.startup import start
 
-# Before the SDKs below are imported: their imports allocate too (program/collector.py).
-collect_less_often()
+# Before the SDKs below are imported: their imports allocate too (program/collector.py), and the
+# engine answers what the last update left while they are (components/stack_state.py).
+start()
 
 from kiam_eks.program.providers import create_providers  # noqa: E402
 from kiam_eks.program.stack import build, export_outputs, judge_change  # noqa: E402

@@ -1,40 +1,16 @@
-"""Reading what the stack's last update left, before the program registers anything.
-
-The engine's builtin provider answers `pulumi:pulumi:readStackResourceOutputs` for a stack name
-with every resource in that stack's stored state, its type and outputs, the root stack's outputs
-being the stack outputs (pulumi/pulumi pkg/resource/deploy/builtins.go `Invoke`,
-`readStackResourceOutputs`; pkg/backend/backend.go `GetStackResourceOutputs`, which leaves out
-resources marked for deletion). It reads the backend's checkpoint, in a preview as in an update;
-at the start of an update that checkpoint is still the previous update's (the root stack, the
-only registration before this read, keeps its old outputs until the program's end:
-pkg/resource/deploy/step.go `SameStep`). A stack with no update yet has no resources.
-
-The self-managed ("DIY") backend names every stack's organization `organization`
-(pulumi/pulumi pkg/backend/diy/state.go), which `pulumi.get_organization()` reports. It reads the
-checkpoint file the engine is writing at the same moment (the root stack's step is persisted as
-the program starts): measured on the real engine, a read landing on the write answers "failed to
-load checkpoint: EOF", so a failed read is tried again for a few seconds before it stops the
-program.
-
-The read goes to the engine's resource monitor directly, with `acceptResources` false: the
-outputs of the stack's components hold references to their resources, which the SDK's own
-invoke would try to rebuild through `pulumi:pulumi:getResource` and fail on (the resources are
-not registered yet in this run: "unknown resource"); without it the engine hands each reference
-over as its URN (pkg/resource/deploy/source_eval.go, `resmon.Invoke`: `KeepResources:
-req.GetAcceptResources()`).
-"""
+"""Reading what the stack's last update left, before the program registers anything: the
+engine's answer (components/stack_state.py, which also says what the engine reads it from) as
+`LastUpdate`, and the change to the settings judged against it."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pulumi
 from google.protobuf import struct_pb2
 from pulumi.runtime import rpc
-from pulumi.runtime import settings as runtime_settings
-from pulumi.runtime.proto import resource_pb2
 
+from kiam_eks.components.stack_state import stack_resources
 from kiam_eks.contracts.tokens import KIAM, KIAM_KUBERNETES, STACK
 from kiam_eks.settings.kubernetes_side import KubernetesSide, KubernetesSideSettings
 from kiam_eks.settings.stack import StackSettings
@@ -42,28 +18,11 @@ from kiam_eks.transitions.installed import OUTPUT, RECORDING_COMPONENTS, Install
 from kiam_eks.transitions.judge import Transition, judge, judge_kubernetes_side
 from kiam_eks.transitions.verdicts import RefusedChangeError
 
-READ_STACK_RESOURCES = "pulumi:pulumi:readStackResourceOutputs"
-ATTEMPTS, PAUSE_SECONDS = 20, 0.25
-
-
-def own_stack_name() -> str:
-    """This stack's fully qualified name, as the engine looks a stack up."""
-    return f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
-
 
 def read_last_update() -> LastUpdate:
-    """This stack's last update, read synchronously (an invoke blocks until answered): the
-    program decides what to register from it."""
-    for attempt in range(ATTEMPTS):
-        try:
-            return last_update_of(_invoke({"stackName": own_stack_name()}))
-        except Exception as error:  # the engine's answer to a torn read is an RPC error
-            if attempt == ATTEMPTS - 1:
-                raise pulumi.RunError(
-                    f"cannot read what this stack's last update left: {error}"
-                ) from None
-            time.sleep(PAUSE_SECONDS)
-    raise AssertionError("unreachable")
+    """This stack's last update: the engine's answer, asked early by the entry points or now
+    (an invoke blocks until answered); the program decides what to register from it."""
+    return last_update_of(stack_resources())
 
 
 def judged_change(
@@ -128,24 +87,6 @@ def _say(transition: Transition, settings: KubernetesSide) -> None:
         # the program cannot know whether this update changes their template (the engine diffs
         # it), so every preview says it.
         pulumi.log.info(f"agent rollout: {settings.agent.rollout.describe()}")
-
-
-def _invoke(args: dict[str, Any]) -> struct_pb2.Struct:
-    request = struct_pb2.Struct()
-    request.update(args)
-    monitor = runtime_settings.get_monitor()
-    if monitor is None:
-        raise RuntimeError("no Pulumi engine to ask")
-    response = monitor.Invoke(
-        resource_pb2.ResourceInvokeRequest(
-            tok=READ_STACK_RESOURCES, args=request, acceptResources=False
-        )
-    )
-    if response.failures:
-        reasons = "; ".join(f.reason for f in response.failures)
-        raise RuntimeError(f"{READ_STACK_RESOURCES} failed: {reasons}")
-    answer: struct_pb2.Struct = getattr(response, "return")
-    return answer
 
 
 def last_update_of(answer: struct_pb2.Struct) -> LastUpdate:

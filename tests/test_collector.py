@@ -1,6 +1,7 @@
 """The program collects cyclic garbage less often than CPython's default (program/collector.py):
-the default it departs from, what it sets, and that both entry points set it before the SDKs
-are imported."""
+the default it departs from, what it sets, that the heap is frozen at exit, and that both entry
+points start (program/startup.py: the collector set, the stack's state asked for) before the
+SDKs are imported."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kiam_eks.program import startup
 from kiam_eks.program.collector import GENERATION0_ALLOCATIONS, collect_less_often
 from tests.conftest import example_config, run_program
 
@@ -65,13 +67,22 @@ def _statements(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("entry_point", ENTRY_POINTS, ids=lambda p: str(p.relative_to(REPO)))
-def test_entry_points_collect_less_often_before_importing_the_sdks(entry_point: Path) -> None:
+def test_entry_points_start_before_importing_the_sdks(entry_point: Path) -> None:
     statements = _statements(entry_point)
     # The project's own imports: those of the standard library and pulumi come first.
     imports = [s for s in statements if s.startswith(("from kiam_eks", "from e2e", "from tools"))]
-    assert imports[0] == "from kiam_eks.program.collector"
-    call = statements.index("call collect_less_often")
-    assert statements.index(imports[1]) > call
+    assert imports[0] == "from kiam_eks.program.startup"
+    assert statements.index("call start") < statements.index(imports[1])
+
+
+def test_the_programs_first_steps_collect_less_often_then_ask_for_the_stack_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    done: list[str] = []
+    monkeypatch.setattr(startup, "collect_less_often", lambda: done.append("collect less often"))
+    monkeypatch.setattr(startup, "start_reading", lambda: done.append("ask for the state"))
+    startup.start()
+    assert done == ["collect less often", "ask for the state"]
 
 
 def test_the_exit_collections_are_skipped_once_the_program_is_done() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kiam_eks.components.agent_retirement import retiring_agent_flags
-from kiam_eks.components.last_update import READ_STACK_RESOURCES
+from kiam_eks.components.stack_state import READ_STACK_RESOURCES
 from kiam_eks.contracts import names, tokens
 from kiam_eks.settings.loader import settings_from_values
 from tests.conftest import base_config, only_container, run_program, types_and_names

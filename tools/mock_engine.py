@@ -28,7 +28,8 @@ from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.sync_await import _sync_await
 from pydantic import ValidationError
 
-from kiam_eks.components.last_update import READ_STACK_RESOURCES, plain_struct
+from kiam_eks.components.last_update import plain_struct
+from kiam_eks.components.stack_state import READ_STACK_RESOURCES
 from kiam_eks.contracts import pod_identity, tokens
 from kiam_eks.contracts.eks_node_group import FORCE_NEW
 from kiam_eks.program import live_cluster

@@ -15,10 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import pulumi
 import yaml
 
-from kiam_eks.program.collector import collect_less_often
+from kiam_eks.program.startup import start
 
-# As `__main__.py` does, before the SDKs are imported (program/collector.py).
-collect_less_often()
+# As `__main__.py` does, before the SDKs are imported (program/startup.py).
+start()
 
 from e2e.standins.cloud import KwokCloud, described_cluster  # noqa: E402
 from kiam_eks.components.cloud import CloudSide  # noqa: E402

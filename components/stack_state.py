@@ -30,7 +30,9 @@ question goes out on a thread of its own, the engine answers while the program i
 modules and validates the stack file, and `stack_resources` takes that answer when the change is
 judged. Nothing is registered before then, so the early answer is the one a later question would
 have had. Against a real engine only: under the SDK's mocks (the tests, the offline plan) the
-answer is immediate, and the mocks keep an event loop per thread, made for one thread.
+answer is immediate, and the mocks' `Invoke` makes an event loop for the thread that calls it
+(pulumi/pulumi sdk/python/lib/pulumi/runtime/mocks.py `MockMonitor.Invoke`,
+`_ensure_event_loop`), which a second thread would then share nothing with.
 """
 
 from __future__ import annotations

@@ -86,19 +86,19 @@ def test_the_programs_first_steps_collect_less_often_then_ask_for_the_stack_stat
 
 
 def test_the_exit_collections_are_skipped_once_the_program_is_done() -> None:
-    """A fresh interpreter: the heap is frozen after every `atexit` callback registered later
-    (the SDK's own) and before the interpreter's finalization would walk it; the exit status is
-    the one the process asked for."""
+    """A fresh interpreter, `gc.freeze` counted: called twice, the heap is frozen once, after
+    every `atexit` callback registered later (the SDK's own) and before the interpreter's
+    finalization would walk it; the exit status is the one the process asked for."""
     script = (
         "import atexit, gc, sys\n"
-        "atexit.register(lambda: print('frozen' if gc.get_freeze_count() else 'walked'))\n"
+        "freezes = []\n"
+        "freeze = gc.freeze\n"
+        "gc.freeze = lambda: (freezes.append(1), freeze())\n"
+        "atexit.register(lambda: print('frozen', len(freezes), gc.get_freeze_count() > 0))\n"
         "from kiam_eks.program.collector import collect_less_often\n"
         "collect_less_often(); collect_less_often()\n"
-        "atexit.register(lambda: print('sdk done', gc.get_freeze_count() == 0))\n"
+        "atexit.register(lambda: print('sdk done', len(freezes)))\n"
         "sys.exit(3)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert (done.returncode, done.stdout.splitlines()) == (
-        3,
-        ["sdk done True", "frozen"],
-    )
+    assert (done.returncode, done.stdout.splitlines()) == (3, ["sdk done 0", "frozen 1 True"])

@@ -5,9 +5,11 @@ watcher samples it every half second; `kubectl` would take longer than that per 
 
 from __future__ import annotations
 
+import atexit
 import base64
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import tempfile
@@ -45,12 +47,18 @@ class ApiError(RuntimeError):
 @dataclass
 class KubeApi:
     """The API of one cluster, from its kubeconfig (its current context; CA and client
-    certificates, inline or as files, or a bearer token)."""
+    certificates, inline or as files, or a bearer token): the file, or its parsed document, which
+    then never needs a file of its own."""
 
-    kubeconfig: Path
+    kubeconfig: Path | dict[str, Any]
 
     def __post_init__(self) -> None:
-        current = current_context(yaml.safe_load(self.kubeconfig.read_text()))
+        document = (
+            self.kubeconfig
+            if isinstance(self.kubeconfig, dict)
+            else yaml.safe_load(self.kubeconfig.read_text())
+        )
+        current = current_context(document)
         cluster, user = current.cluster, current.user
         self.server = cluster["server"].rstrip("/")
         self._ssl = ssl.create_default_context()
@@ -60,13 +68,12 @@ class KubeApi:
         elif cluster.get("insecure-skip-tls-verify"):
             self._ssl.check_hostname = False
             self._ssl.verify_mode = ssl.CERT_NONE
-        cert, key = _material(user, "client-certificate"), _material(user, "client-key")
-        if cert and key:
-            # ssl loads a client certificate from files only.
-            folder = Path(tempfile.mkdtemp(prefix="kiam-e2e-client-"))
-            (folder / "tls.crt").write_bytes(cert)
-            (folder / "tls.key").write_bytes(key)
-            self._ssl.load_cert_chain(folder / "tls.crt", folder / "tls.key")
+        if user.get("client-certificate") and user.get("client-key"):
+            self._ssl.load_cert_chain(user["client-certificate"], user["client-key"])
+        else:
+            cert, key = _material(user, "client-certificate"), _material(user, "client-key")
+            if cert and key:
+                _load_client_certificate(self._ssl, cert, key)
         self._token = user.get("token")
 
     def request(
@@ -166,9 +173,26 @@ class KubeApi:
             raise
 
 
+def _load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Load an inline client certificate and key (`client-certificate-data`, `client-key-data`).
+    `ssl` reads them from files only (`SSLContext.load_cert_chain`, docs.python.org/3/library/
+    ssl.html), so they are written to a folder only this user may enter (`tempfile.mkdtemp`: "readable,
+    writable, and searchable only by the creating user ID") and removed once loaded, failed or
+    not: the private key is on disk only for the call."""
+    with tempfile.TemporaryDirectory(prefix="kiam-client-") as folder:
+        cert_file, key_file = Path(folder, "tls.crt"), Path(folder, "tls.key")
+        cert_file.write_bytes(cert)
+        key_file.touch(mode=0o600)
+        key_file.write_bytes(key)
+        context.load_cert_chain(cert_file, key_file)
+
+
 def private_file(name: str, text: str) -> Path:
-    """A file only this user reads (a kubeconfig holds credentials), in a folder of its own."""
+    """A file only this user reads (a kubeconfig holds credentials), in a folder of its own,
+    removed with the folder when the process exits: for a tool that hands a kubeconfig on by
+    path. The program passes documents (`KubeApi(document)`) and writes none."""
     folder = Path(tempfile.mkdtemp(prefix="kiam-kubeconfig-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     path = folder / name
     path.touch(mode=0o600)
     path.write_text(text)

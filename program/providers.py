@@ -9,13 +9,12 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
-import yaml
 
 from kiam_eks.components.lookups import failure_reason
 from kiam_eks.components.pod_identity import check_agent_addon_before_registering
 from kiam_eks.contracts.kubeconfig import KubeconfigError
 from kiam_eks.program.cluster_identity import check_cluster_identity, kubeconfig_document
-from kiam_eks.program.kube_api import KubeApi, private_file, with_exec_token
+from kiam_eks.program.kube_api import KubeApi, with_exec_token
 from kiam_eks.program.kubernetes import kubernetes_provider
 from kiam_eks.program.live_cluster import Connect, judge_live_cluster
 from kiam_eks.settings.stack import StackSettings
@@ -166,6 +165,6 @@ def connect_to_cluster(settings: StackSettings, opts: pulumi.InvokeOptions) -> C
                 settings, eks.endpoint, eks.certificate_authorities[0].data, user
             )
         with_exec_token(document)
-        return KubeApi(private_file("kubeconfig.yaml", yaml.safe_dump(document)))
+        return KubeApi(document)
 
     return connect

@@ -12,7 +12,6 @@ from typing import Any
 
 import pulumi
 import pytest
-import yaml
 
 from kiam_eks.contracts import tokens
 from kiam_eks.program import providers
@@ -168,9 +167,7 @@ def test_the_program_reads_the_cluster_its_provider_reaches(
     aws.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     read: list[Any] = []
-    monkeypatch.setattr(
-        providers, "KubeApi", lambda path: read.append(yaml.safe_load(path.read_text()))
-    )
+    monkeypatch.setattr(providers, "KubeApi", lambda document: read.append(document))
     values = config("podIdentity", cluster={**BASE_CONFIG["kiam:cluster"], "kubernetesAuth": auth})
     settings = settings_from_values({k.removeprefix("kiam:"): v for k, v in values.items()}, "t")
     MockEngine().run(lambda: providers.connect_to_cluster(settings, pulumi.InvokeOptions())())

@@ -1,0 +1,116 @@
+"""No credential of a kubeconfig outlives its use on disk (program/kube_api.py).
+
+The program builds a `KubeApi` on every preview and `up` (program/live_cluster.py, the
+Pod Identity look-ups): it once left each run's client certificate and key, and a copy of the
+kubeconfig, in folders of their own under the temporary directory, never removed (2,649 such
+folders on the development machine after a week of real-engine runs)."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.standins.certificates import make_ca
+from kiam_eks.program.kube_api import KubeApi, private_file
+
+
+@pytest.fixture
+def temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder `tempfile` writes under, watched by the tests."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def _document(user: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:6443"}}],
+        "users": [{"name": "u", "user": user}],
+    }
+
+
+def _inline(cert: str, key: str) -> dict[str, Any]:
+    return {
+        "client-certificate-data": base64.b64encode(cert.encode()).decode(),
+        "client-key-data": base64.b64encode(key.encode()).decode(),
+    }
+
+
+def test_an_inline_client_key_is_loaded_and_leaves_no_file(temporary: Path) -> None:
+    cert, key = make_ca("client", 1)
+
+    api = KubeApi(_document(_inline(cert, key)))
+
+    assert api.server == "https://127.0.0.1:6443"
+    assert list(temporary.iterdir()) == []
+
+
+def test_a_client_key_that_does_not_load_leaves_no_file_either(temporary: Path) -> None:
+    cert, _ = make_ca("client", 1)
+    _, other_key = make_ca("other", 1)
+
+    with pytest.raises(ssl.SSLError):
+        KubeApi(_document(_inline(cert, other_key)))
+
+    assert list(temporary.iterdir()) == []
+
+
+def test_client_files_are_loaded_where_they_are_without_a_copy(
+    temporary: Path, tmp_path: Path
+) -> None:
+    cert, key = make_ca("client", 1)
+    (tmp_path / "tls.crt").write_text(cert)
+    (tmp_path / "tls.key").write_text(key)
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    files = {
+        "client-certificate": str(tmp_path / "tls.crt"),
+        "client-key": str(tmp_path / "tls.key"),
+    }
+    kubeconfig.write_text(yaml.safe_dump(_document(files)))
+
+    api = KubeApi(kubeconfig)
+
+    assert api.server == "https://127.0.0.1:6443"
+    assert list(temporary.iterdir()) == []
+
+
+def test_a_private_file_is_the_user_s_alone_and_gone_when_the_process_exits(
+    tmp_path: Path,
+) -> None:
+    script = (
+        "import sys, tempfile\n"
+        f"tempfile.tempdir = {str(tmp_path)!r}\n"
+        "from kiam_eks.program.kube_api import private_file\n"
+        "path = private_file('kubeconfig.yaml', 'secret')\n"
+        "print(path, oct(path.stat().st_mode & 0o777), oct(path.parent.stat().st_mode & 0o777),"
+        " path.read_text())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+
+    assert done.returncode == 0, done.stderr
+    path, mode, folder_mode, text = done.stdout.split()
+    assert (mode, folder_mode, text) == ("0o600", "0o700", "secret")
+    assert Path(path).parent.parent == tmp_path
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_private_file_is_readable_while_the_process_runs(temporary: Path) -> None:
+    path = private_file("kubeconfig.yaml", "apiVersion: v1\n")
+
+    assert path.read_text() == "apiVersion: v1\n"
+    assert path.parent.parent == temporary

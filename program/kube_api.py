@@ -58,20 +58,24 @@ class KubeApi:
             if isinstance(self.kubeconfig, dict)
             else yaml.safe_load(self.kubeconfig.read_text())
         )
+        folder = None if isinstance(self.kubeconfig, dict) else self.kubeconfig.parent
         current = current_context(document)
         cluster, user = current.cluster, current.user
         self.server = cluster["server"].rstrip("/")
         self._ssl = ssl.create_default_context()
-        ca = _material(cluster, "certificate-authority")
+        ca = _material(cluster, "certificate-authority", folder)
         if ca:
             self._ssl.load_verify_locations(cadata=ca.decode())
         elif cluster.get("insecure-skip-tls-verify"):
             self._ssl.check_hostname = False
             self._ssl.verify_mode = ssl.CERT_NONE
-        if user.get("client-certificate") and user.get("client-key"):
-            self._ssl.load_cert_chain(user["client-certificate"], user["client-key"])
+        cert_file = _file(user, "client-certificate", folder)
+        key_file = _file(user, "client-key", folder)
+        if cert_file and key_file:
+            self._ssl.load_cert_chain(cert_file, key_file)
         else:
-            cert, key = _material(user, "client-certificate"), _material(user, "client-key")
+            cert = _material(user, "client-certificate", folder)
+            key = _material(user, "client-key", folder)
             if cert and key:
                 _load_client_certificate(self._ssl, cert, key)
         self._token = user.get("token")
@@ -231,12 +235,24 @@ def with_exec_token(config: dict[str, Any]) -> bool:
     return True
 
 
-def _material(section: dict[str, Any], name: str) -> bytes | None:
+def _file(section: dict[str, Any], name: str, folder: Path | None) -> Path | None:
+    """The file the kubeconfig names for `name`, unless it also holds `name`-data, which
+    overrides it as client-go reads a kubeconfig (clientcmd's validation: "client-cert-data and
+    client-cert are both specified ... client-cert-data will override"). A relative path is
+    relative to the kubeconfig's own folder ("File and path references in a kubeconfig file are
+    relative to the location of the kubeconfig file": kubernetes.io, Organizing Cluster Access
+    Using kubeconfig Files); a document given without a file leaves it to the working directory."""
+    if section.get(f"{name}-data") or not section.get(name):
+        return None
+    path = Path(section[name]).expanduser()
+    return folder / path if folder is not None and not path.is_absolute() else path
+
+
+def _material(section: dict[str, Any], name: str, folder: Path | None) -> bytes | None:
     if section.get(f"{name}-data"):
         return base64.b64decode(section[f"{name}-data"])
-    if section.get(name):
-        return Path(section[name]).read_bytes()
-    return None
+    path = _file(section, name, folder)
+    return path.read_bytes() if path is not None else None
 
 
 def is_ready(pod: dict[str, Any]) -> bool:

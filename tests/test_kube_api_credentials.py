@@ -1,4 +1,5 @@
-"""No credential of a kubeconfig outlives its use on disk (program/kube_api.py).
+"""How a kubeconfig's credentials are read (program/kube_api.py): from the files it names, as
+kubectl finds them, and no copy of them outlives its use on disk.
 
 The program builds a `KubeApi` on every preview and `up` (program/live_cluster.py, the
 Pod Identity look-ups): it once left each run's client certificate and key, and a copy of the
@@ -114,3 +115,35 @@ def test_a_private_file_is_readable_while_the_process_runs(temporary: Path) -> N
 
     assert path.read_text() == "apiVersion: v1\n"
     assert path.parent.parent == temporary
+
+
+def test_relative_files_are_read_from_the_kubeconfig_s_folder(
+    temporary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = make_ca("client", 1)
+    authority, _ = make_ca("authority", 1)
+    folder = tmp_path / "config"
+    (folder / "pki").mkdir(parents=True)
+    (folder / "pki" / "tls.crt").write_text(cert)
+    (folder / "pki" / "tls.key").write_text(key)
+    (folder / "pki" / "ca.crt").write_text(authority)
+    document = _document({"client-certificate": "pki/tls.crt", "client-key": "pki/tls.key"})
+    document["clusters"][0]["cluster"]["certificate-authority"] = "pki/ca.crt"
+    (folder / "kubeconfig.yaml").write_text(yaml.safe_dump(document))
+    monkeypatch.chdir(tmp_path)  # where the relative paths name nothing
+
+    api = KubeApi(folder / "kubeconfig.yaml")
+
+    trusted = [c["subject"] for c in api._ssl.get_ca_certs()]
+    assert ((("commonName", "authority"),), (("organizationName", "kiam"),)) in trusted
+    assert list(temporary.iterdir()) == []
+
+
+def test_inline_data_overrides_a_file_as_client_go_reads_it(temporary: Path) -> None:
+    cert, key = make_ca("client", 1)
+    user = {**_inline(cert, key), "client-certificate": "/absent.crt", "client-key": "/absent.key"}
+
+    api = KubeApi(_document(user))
+
+    assert api.server == "https://127.0.0.1:6443"
+    assert list(temporary.iterdir()) == []

@@ -10,6 +10,7 @@ import yaml
 
 from kiam_eks.settings import settings_from_stack_file
 from tests.fleet_fakes import FakeEngine, project
+from tests.kubeconfigs import kubeconfig_document
 from tools.fleet.fleet_file import load_fleet_file
 from tools.fleet.kubeconfig import kubeconfig_for, with_exec_resolved
 from tools.mock_engine import PROJECT_DIR
@@ -18,16 +19,7 @@ SETTINGS, _ = settings_from_stack_file(PROJECT_DIR / "stacks" / "Pulumi.dev.yaml
 
 
 def kubeconfig(user: dict[str, object]) -> str:
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "c",
-            "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
-            "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:6443"}}],
-            "users": [{"name": "u", "user": user}],
-        }
-    )
+    return yaml.safe_dump(kubeconfig_document(user))
 
 
 def test_the_fleet_files_kubeconfig_comes_first(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from kiam_eks.program.credential_sources import Needs, Source, source_of, usage
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.stack import StackSettings
 from tests.conftest import base_config
+from tests.kubeconfigs import kubeconfig_document
 from tools import kiam_usage
 from tools.kiam_usage import BadInputError, kubeconfig_of, main
 
@@ -535,16 +536,7 @@ def test_a_missing_or_malformed_kubeconfig_is_bad_input(
 
 def kubeconfig_text(server: str, user: dict[str, Any]) -> str:
     return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "current-context": "c",
-            "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
-            "clusters": [
-                {"name": "k", "cluster": {"server": server, "insecure-skip-tls-verify": True}}
-            ],
-            "users": [{"name": "u", "user": user}],
-        }
+        kubeconfig_document(user, server=server, **{"insecure-skip-tls-verify": True})
     )
 
 

@@ -21,6 +21,7 @@ import yaml
 
 from e2e.standins.certificates import make_ca
 from kiam_eks.program.kube_api import KubeApi, private_file
+from tests.kubeconfigs import kubeconfig_document
 
 
 @pytest.fixture
@@ -30,17 +31,6 @@ def temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     return folder
-
-
-def _document(user: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "c",
-        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
-        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:6443"}}],
-        "users": [{"name": "u", "user": user}],
-    }
 
 
 def _inline(cert: str, key: str) -> dict[str, Any]:
@@ -53,7 +43,7 @@ def _inline(cert: str, key: str) -> dict[str, Any]:
 def test_an_inline_client_key_is_loaded_and_leaves_no_file(temporary: Path) -> None:
     cert, key = make_ca("client", 1)
 
-    api = KubeApi(_document(_inline(cert, key)))
+    api = KubeApi(kubeconfig_document(_inline(cert, key)))
 
     assert api.server == "https://127.0.0.1:6443"
     assert list(temporary.iterdir()) == []
@@ -64,7 +54,7 @@ def test_a_client_key_that_does_not_load_leaves_no_file_either(temporary: Path) 
     _, other_key = make_ca("other", 1)
 
     with pytest.raises(ssl.SSLError):
-        KubeApi(_document(_inline(cert, other_key)))
+        KubeApi(kubeconfig_document(_inline(cert, other_key)))
 
     assert list(temporary.iterdir()) == []
 
@@ -80,7 +70,7 @@ def test_client_files_are_loaded_where_they_are_without_a_copy(
         "client-certificate": str(tmp_path / "tls.crt"),
         "client-key": str(tmp_path / "tls.key"),
     }
-    kubeconfig.write_text(yaml.safe_dump(_document(files)))
+    kubeconfig.write_text(yaml.safe_dump(kubeconfig_document(files)))
 
     api = KubeApi(kubeconfig)
 
@@ -127,7 +117,9 @@ def test_relative_files_are_read_from_the_kubeconfig_s_folder(
     (folder / "pki" / "tls.crt").write_text(cert)
     (folder / "pki" / "tls.key").write_text(key)
     (folder / "pki" / "ca.crt").write_text(authority)
-    document = _document({"client-certificate": "pki/tls.crt", "client-key": "pki/tls.key"})
+    document = kubeconfig_document(
+        {"client-certificate": "pki/tls.crt", "client-key": "pki/tls.key"}
+    )
     document["clusters"][0]["cluster"]["certificate-authority"] = "pki/ca.crt"
     (folder / "kubeconfig.yaml").write_text(yaml.safe_dump(document))
     monkeypatch.chdir(tmp_path)  # where the relative paths name nothing
@@ -143,7 +135,7 @@ def test_inline_data_overrides_a_file_as_client_go_reads_it(temporary: Path) -> 
     cert, key = make_ca("client", 1)
     user = {**_inline(cert, key), "client-certificate": "/absent.crt", "client-key": "/absent.key"}
 
-    api = KubeApi(_document(user))
+    api = KubeApi(kubeconfig_document(user))
 
     assert api.server == "https://127.0.0.1:6443"
     assert list(temporary.iterdir()) == []

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,9 @@ class KubeApi:
     then never needs a file of its own."""
 
     kubeconfig: Path | dict[str, Any]
+    relative_to: Path | None = field(default=None, kw_only=True)
+    """Where a document's relative file references lead: the folder of the file it was read
+    from. A file's own folder otherwise; for a document without one, the working directory."""
 
     def __post_init__(self) -> None:
         document = (
@@ -58,7 +61,9 @@ class KubeApi:
             if isinstance(self.kubeconfig, dict)
             else yaml.safe_load(self.kubeconfig.read_text())
         )
-        folder = None if isinstance(self.kubeconfig, dict) else self.kubeconfig.parent
+        folder = self.relative_to
+        if folder is None and not isinstance(self.kubeconfig, dict):
+            folder = self.kubeconfig.parent
         current = current_context(document)
         cluster, user = current.cluster, current.user
         self.server = cluster["server"].rstrip("/")

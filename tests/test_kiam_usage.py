@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from e2e.standins.certificates import make_ca
 from kiam_eks.program.credential_sources import Needs, Source, source_of, usage
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.stack import StackSettings
@@ -634,7 +635,8 @@ def test_an_exec_plugin_is_run_once_for_a_token(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kubeconfig_text("https://127.0.0.1:1", exec_user))
     derived = kiam_usage._with_exec_token(kubeconfig)
-    users = yaml.safe_load(derived.read_text())["users"]
+    assert isinstance(derived, dict)
+    users = derived["users"]
     assert users == [{"name": "u", "user": {"token": "dev:eks get-token"}}]
     # A kubeconfig without a plugin is used as it is.
     kubeconfig.write_text(kubeconfig_text("https://127.0.0.1:1", {"token": "t"}))
@@ -647,6 +649,32 @@ def test_an_exec_plugin_is_run_once_for_a_token(tmp_path: Path) -> None:
     assert str(error.value) == (
         f"kubeconfig {kubeconfig}: its exec plugin {plugin} gave no token: no credentials"
     )
+
+
+def test_an_exec_token_kubeconfig_keeps_reading_its_files_from_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token goes into the document, written nowhere, and the CA file the kubeconfig names by
+    a relative path is still found beside the kubeconfig (program/kube_api.py `_file`)."""
+    authority, _ = make_ca("authority", 1)
+    folder = tmp_path / "kube"
+    (folder / "pki").mkdir(parents=True)
+    (folder / "pki" / "ca.crt").write_text(authority)
+    plugin = folder / "get-token"
+    plugin.write_text(f'#!{sys.executable}\nprint(\'{{"status": {{"token": "t1"}}}}\')\n')
+    plugin.chmod(0o755)
+    document = kubeconfig_document(
+        {"exec": {"command": str(plugin)}}, **{"certificate-authority": "pki/ca.crt"}
+    )
+    (folder / "config").write_text(yaml.safe_dump(document))
+    monkeypatch.chdir(tmp_path)
+
+    api = kiam_usage.cluster_api(folder / "config")
+
+    trusted = [c["subject"] for c in api._ssl.get_ca_certs()]
+    assert ((("commonName", "authority"),), (("organizationName", "kiam"),)) in trusted
+    assert api._token == "t1"
+    assert sorted(p.name for p in folder.iterdir()) == ["config", "get-token", "pki"]
 
 
 def test_an_application_in_a_namespace_the_cluster_lacks_is_not_ready_naming_the_key() -> None:

@@ -257,7 +257,7 @@ def read_cluster(kubeconfig: Path) -> tuple[list[dict[str, Any]], list[dict[str,
 def cluster_api(kubeconfig: Path) -> KubeApi:
     """The cluster the kubeconfig names, with an exec plugin's token where it uses one."""
     try:
-        return KubeApi(_with_exec_token(kubeconfig))
+        return KubeApi(_with_exec_token(kubeconfig), relative_to=kubeconfig.parent)
     except BadInputError:
         raise
     except (OSError, yaml.YAMLError, ssl.SSLError, KubeconfigError, KeyError, TypeError) as error:
@@ -265,18 +265,17 @@ def cluster_api(kubeconfig: Path) -> KubeApi:
         raise BadInputError(f"cannot use kubeconfig {kubeconfig}: {problem}") from None
 
 
-def _with_exec_token(kubeconfig: Path) -> Path:
-    """The kubeconfig, or, when its current user runs an exec plugin (`aws eks get-token`), a
-    copy holding the token that plugin prints (program/kube_api.py `with_exec_token`)."""
+def _with_exec_token(kubeconfig: Path) -> Path | dict[str, Any]:
+    """The kubeconfig, or, when its current user runs an exec plugin (`aws eks get-token`), its
+    document holding the token that plugin prints (program/kube_api.py `with_exec_token`),
+    written nowhere."""
     config = yaml.safe_load(kubeconfig.read_text())
     current_context(config)  # a kubeconfig without one is not this function's to explain
     try:
         replaced = with_exec_token(config)
     except KubeconfigError as error:
         raise BadInputError(f"kubeconfig {kubeconfig}: {error}") from None
-    if not replaced:
-        return kubeconfig
-    return private_file("kubeconfig.yaml", yaml.safe_dump(config))
+    return config if replaced else kubeconfig
 
 
 def as_json(stack: str, found: Usage, trust: Sequence[TrustCheck] = ()) -> dict[str, Any]:

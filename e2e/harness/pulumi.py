@@ -104,9 +104,18 @@ class PulumiStack:
     def stack_file(self) -> Path:
         return self.project_dir / f"Pulumi.{self.stack}.yaml"
 
+    @property
+    def temp_dir(self) -> Path:
+        """Where this stack's CLI, program and providers write their temporary files (`TMPDIR`):
+        a folder of its own, so that a test sees what a run leaves behind, and the machine's
+        temporary directory none of it."""
+        return self.backend_dir.parent / "tmp" / self.stack
+
     def env(self) -> dict[str, str]:
+        self.temp_dir.mkdir(parents=True, exist_ok=True)
         return {
             **_base_env(self.home, self.bin_dir),
+            "TMPDIR": str(self.temp_dir),
             "PULUMI_BACKEND_URL": f"file://{self.backend_dir}",
             "KIAM_E2E_KUBECONFIG": str(self.kubeconfig),
             "KIAM_E2E_STATE": str(self.state_dir),

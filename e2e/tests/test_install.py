@@ -4,6 +4,7 @@ created only once the servers are Ready; a second `up` changes nothing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,17 @@ def test_agents_are_created_only_after_the_servers_are_ready(installed: Installe
     available = next(c for c in deployment["status"]["conditions"] if c["type"] == "Available")
     daemon_set = kube.get(f"/apis/apps/v1/namespaces/{ns}/daemonsets/kiam-agent")
     assert daemon_set["metadata"]["creationTimestamp"] >= available["lastTransitionTime"]
+
+
+def test_a_run_leaves_no_file_of_its_own_behind(installed: Installed) -> None:
+    """After a preview and an `up`, the stack's temporary directory holds only the Kubernetes
+    provider's copies of the kubeconfig it was configured with: pulumi-kubernetes writes one for
+    Helm on each configuration with a `kubeconfig` and never removes it (provider/pkg/provider
+    util.go `writeKubeconfigToFile`, `os.CreateTemp("", "kubeconfig")`; provider.go `Configure`).
+    Nothing of the program's: no kubeconfig, client key or certificate (program/kube_api.py)."""
+    left = sorted(p.name for p in installed.stack.temp_dir.iterdir())
+    assert left, "the provider wrote its kubeconfig copies elsewhere: TMPDIR is not honoured"
+    assert [name for name in left if not re.fullmatch(r"kubeconfig\d+", name)] == []
 
 
 def test_a_second_up_changes_nothing(installed: Installed) -> None:

@@ -196,6 +196,27 @@ def _load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -
         context.load_cert_chain(cert_file, key_file)
 
 
+def anchored(text: str, folder: Path) -> str:
+    """An inline kubeconfig (`kiam:kubeconfig`) for a copy kept elsewhere: its current context's
+    relative file references made absolute from `folder`, where the program, which reads the
+    document itself (`KubeApi(document)`), finds them: its working directory. Text that is no
+    kubeconfig is returned as it is, for its reader to explain."""
+    try:
+        current = current_context(document := yaml.safe_load(text))
+        sections: list[tuple[dict[str, Any], tuple[str, ...]]] = [
+            (current.cluster, ("certificate-authority",)),
+            (current.user, ("client-certificate", "client-key")),
+        ]
+    except (yaml.YAMLError, KubeconfigError):
+        return text
+    for section, names in sections:
+        for name in names:
+            path = _file(section, name, folder)
+            if path is not None:
+                section[name] = str(path)
+    return yaml.safe_dump(document)
+
+
 def private_file(name: str, text: str) -> Path:
     """A file only this user reads (a kubeconfig holds credentials), in a folder of its own,
     removed with the folder when the process exits: for a tool that hands a kubeconfig on by

@@ -677,6 +677,31 @@ def test_an_exec_token_kubeconfig_keeps_reading_its_files_from_its_own_folder(
     assert sorted(p.name for p in folder.iterdir()) == ["config", "get-token", "pki"]
 
 
+def test_an_inline_kubeconfig_keeps_reading_its_files_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kiam:kubeconfig` has no folder of its own: the program reads its relative files from its
+    working directory, and so does its private copy here."""
+    authority, _ = make_ca("authority", 1)
+    (tmp_path / "pki").mkdir()
+    (tmp_path / "pki" / "ca.crt").write_text(authority)
+    inline = kubeconfig_document({"token": "t"}, **{"certificate-authority": "pki/ca.crt"})
+    settings = settings_from({**base_config(), "kiam:kubeconfig": yaml.safe_dump(inline)})
+    monkeypatch.chdir(tmp_path)
+
+    copy = kubeconfig_of(None, settings, "s", tmp_path / "f", {})
+    api = kiam_usage.cluster_api(copy)
+
+    assert copy.parent.parent != tmp_path
+    trusted = [c["subject"] for c in api._ssl.get_ca_certs()]
+    assert ((("commonName", "authority"),), (("organizationName", "kiam"),)) in trusted
+    # Text that is no kubeconfig is copied as it is, for the reader to explain.
+    settings = settings_from({**base_config(), "kiam:kubeconfig": "not: [a kubeconfig"})
+    assert (
+        kubeconfig_of(None, settings, "s", tmp_path / "f", {}).read_text() == "not: [a kubeconfig"
+    )
+
+
 def test_an_application_in_a_namespace_the_cluster_lacks_is_not_ready_naming_the_key() -> None:
     # A typo: `pulumi up` would create "serach" bare, writing its permitted annotation.
     apps = {**APPLICATIONS, "search": {**APPLICATIONS["search"], "namespace": "serach"}}

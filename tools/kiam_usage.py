@@ -87,7 +87,13 @@ import yaml
 
 from kiam_eks.contracts.kubeconfig import KubeconfigError, current_context
 from kiam_eks.program.credential_sources import PodUsage, Usage, usage
-from kiam_eks.program.kube_api import ApiError, KubeApi, private_file, with_exec_token
+from kiam_eks.program.kube_api import (
+    ApiError,
+    KubeApi,
+    anchored,
+    private_file,
+    with_exec_token,
+)
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from kiam_eks.settings.base import UNDECRYPTED_SECRET
 from kiam_eks.settings.loader import stack_name_of
@@ -197,7 +203,8 @@ def kubeconfig_of(
         value = settings.kubeconfig.get_secret_value()
         if value == UNDECRYPTED_SECRET:
             value = _pulumi_secret(stack, stack_file, environ)
-        return private_file("kubeconfig.yaml", value)
+        # Its relative files lead from the working directory, as the program reads it.
+        return private_file("kubeconfig.yaml", anchored(value, Path.cwd()))
     listed = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
     if len(listed) > 1:
         raise BadInputError(

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +51,6 @@ class KubeApi:
     then never needs a file of its own."""
 
     kubeconfig: Path | dict[str, Any]
-    relative_to: Path | None = field(default=None, kw_only=True)
-    """Where a document's relative file references lead: the folder of the file it was read
-    from. A file's own folder otherwise; for a document without one, the working directory."""
 
     def __post_init__(self) -> None:
         document = (
@@ -61,9 +58,9 @@ class KubeApi:
             if isinstance(self.kubeconfig, dict)
             else yaml.safe_load(self.kubeconfig.read_text())
         )
-        folder = self.relative_to
-        if folder is None and not isinstance(self.kubeconfig, dict):
-            folder = self.kubeconfig.parent
+        # A file's relative references lead from its folder; a document's from the working
+        # directory (`anchor` makes them absolute first where they lead elsewhere).
+        folder = None if isinstance(self.kubeconfig, dict) else self.kubeconfig.parent
         current = current_context(document)
         cluster, user = current.cluster, current.user
         self.server = cluster["server"].rstrip("/")
@@ -196,25 +193,31 @@ def _load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -
         context.load_cert_chain(cert_file, key_file)
 
 
-def anchored(text: str, folder: Path) -> str:
-    """An inline kubeconfig (`kiam:kubeconfig`) for a copy kept elsewhere: its current context's
-    relative file references made absolute from `folder`, where the program, which reads the
-    document itself (`KubeApi(document)`), finds them: its working directory. Text that is no
-    kubeconfig is returned as it is, for its reader to explain."""
-    try:
-        current = current_context(document := yaml.safe_load(text))
-        sections: list[tuple[dict[str, Any], tuple[str, ...]]] = [
-            (current.cluster, ("certificate-authority",)),
-            (current.user, ("client-certificate", "client-key")),
-        ]
-    except (yaml.YAMLError, KubeconfigError):
-        return text
-    for section, names in sections:
+def anchor(document: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The parsed kubeconfig `document`, read from a file in `folder` but used without it
+    (`KubeApi(document)`), with its current context's relative file references made absolute
+    from `folder`, where they lead (see `_file`). Changed in place, and returned."""
+    current = current_context(document)
+    for section, names in (
+        (current.cluster, ("certificate-authority",)),
+        (current.user, ("client-certificate", "client-key")),
+    ):
         for name in names:
             path = _file(section, name, folder)
             if path is not None:
                 section[name] = str(path)
-    return yaml.safe_dump(document)
+    return document
+
+
+def anchored(text: str, folder: Path) -> str:
+    """An inline kubeconfig (`kiam:kubeconfig`) for a copy kept elsewhere, its relative file
+    references leading from `folder` (`anchor`): the program's working directory, where the
+    program, which reads the document itself, finds them. Text that is no kubeconfig is
+    returned as it is, for its reader to explain."""
+    try:
+        return yaml.safe_dump(anchor(yaml.safe_load(text), folder))
+    except (yaml.YAMLError, KubeconfigError):
+        return text
 
 
 def private_file(name: str, text: str) -> Path:

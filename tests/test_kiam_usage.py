@@ -655,7 +655,7 @@ def test_an_exec_token_kubeconfig_keeps_reading_its_files_from_its_own_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The token goes into the document, written nowhere, and the CA file the kubeconfig names by
-    a relative path is still found beside the kubeconfig (program/kube_api.py `_file`)."""
+    a relative path is still found beside the kubeconfig (program/kube_api.py `anchor`)."""
     authority, _ = make_ca("authority", 1)
     folder = tmp_path / "kube"
     (folder / "pki").mkdir(parents=True)

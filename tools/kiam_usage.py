@@ -90,6 +90,7 @@ from kiam_eks.program.credential_sources import PodUsage, Usage, usage
 from kiam_eks.program.kube_api import (
     ApiError,
     KubeApi,
+    anchor,
     anchored,
     private_file,
     with_exec_token,
@@ -264,7 +265,7 @@ def read_cluster(kubeconfig: Path) -> tuple[list[dict[str, Any]], list[dict[str,
 def cluster_api(kubeconfig: Path) -> KubeApi:
     """The cluster the kubeconfig names, with an exec plugin's token where it uses one."""
     try:
-        return KubeApi(_with_exec_token(kubeconfig), relative_to=kubeconfig.parent)
+        return KubeApi(_with_exec_token(kubeconfig))
     except BadInputError:
         raise
     except (OSError, yaml.YAMLError, ssl.SSLError, KubeconfigError, KeyError, TypeError) as error:
@@ -275,14 +276,14 @@ def cluster_api(kubeconfig: Path) -> KubeApi:
 def _with_exec_token(kubeconfig: Path) -> Path | dict[str, Any]:
     """The kubeconfig, or, when its current user runs an exec plugin (`aws eks get-token`), its
     document holding the token that plugin prints (program/kube_api.py `with_exec_token`),
-    written nowhere."""
+    written nowhere, its relative file references still leading from the file's folder."""
     config = yaml.safe_load(kubeconfig.read_text())
     current_context(config)  # a kubeconfig without one is not this function's to explain
     try:
         replaced = with_exec_token(config)
     except KubeconfigError as error:
         raise BadInputError(f"kubeconfig {kubeconfig}: {error}") from None
-    return config if replaced else kubeconfig
+    return anchor(config, kubeconfig.parent) if replaced else kubeconfig
 
 
 def as_json(stack: str, found: Usage, trust: Sequence[TrustCheck] = ()) -> dict[str, Any]:

@@ -677,17 +677,17 @@ def test_an_exec_token_kubeconfig_keeps_reading_its_files_from_its_own_folder(
     assert sorted(p.name for p in folder.iterdir()) == ["config", "get-token", "pki"]
 
 
-def test_an_inline_kubeconfig_keeps_reading_its_files_from_the_working_directory(
+def test_an_inline_kubeconfig_keeps_reading_its_files_from_the_project_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`kiam:kubeconfig` has no folder of its own: the program reads its relative files from its
-    working directory, and so does its private copy here."""
+    """`kiam:kubeconfig` has no folder of its own: the program reads its relative files from the
+    folder it runs in, the project's, and so does its private copy here, wherever it is run."""
     authority, _ = make_ca("authority", 1)
     (tmp_path / "pki").mkdir()
     (tmp_path / "pki" / "ca.crt").write_text(authority)
     inline = kubeconfig_document({"token": "t"}, **{"certificate-authority": "pki/ca.crt"})
     settings = settings_from({**base_config(), "kiam:kubeconfig": yaml.safe_dump(inline)})
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(kiam_usage, "PROJECT_DIR", tmp_path)
 
     copy = kubeconfig_of(None, settings, "s", tmp_path / "f", {})
     api = kiam_usage.cluster_api(copy)

@@ -204,8 +204,9 @@ def kubeconfig_of(
         value = settings.kubeconfig.get_secret_value()
         if value == UNDECRYPTED_SECRET:
             value = _pulumi_secret(stack, stack_file, environ)
-        # Its relative files lead from the working directory, as the program reads it.
-        return private_file("kubeconfig.yaml", anchored(value, Path.cwd()))
+        # Its relative files lead from the folder the program runs in (the project's), as the
+        # program reads it.
+        return private_file("kubeconfig.yaml", anchored(value, PROJECT_DIR))
     listed = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
     if len(listed) > 1:
         raise BadInputError(

@@ -47,8 +47,8 @@ class ApiError(RuntimeError):
 @dataclass
 class KubeApi:
     """The API of one cluster, from its kubeconfig (its current context; CA and client
-    certificates, inline or as files, or a bearer token): the file, or its parsed document, which
-    then never needs a file of its own."""
+    certificates, inline or as files, or a bearer token, inline or as a `tokenFile`): the file,
+    or its parsed document, which then never needs a file of its own."""
 
     kubeconfig: Path | dict[str, Any]
 
@@ -80,7 +80,7 @@ class KubeApi:
             key = _material(user, "client-key", folder)
             if cert and key:
                 _load_client_certificate(self._ssl, cert, key)
-        self._token = user.get("token")
+        self._token = _bearer_token(user, folder)
 
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
@@ -200,12 +200,17 @@ def anchor(document: dict[str, Any], folder: Path) -> dict[str, Any]:
     current = current_context(document)
     for section, names in (
         (current.cluster, ("certificate-authority",)),
-        (current.user, ("client-certificate", "client-key")),
+        (current.user, ("client-certificate", "client-key", "tokenFile")),
     ):
         for name in names:
             path = _file(section, name, folder)
             if path is not None:
                 section[name] = str(path)
+    plugin = current.user.get("exec")
+    # An exec plugin named by a path, not looked up on PATH, is a file reference too (client-go
+    # clientcmd `GetAuthInfoFileReferences`: "Only resolve exec command if it isn't PATH based").
+    if plugin and os.sep in plugin.get("command", "") and not Path(plugin["command"]).is_absolute():
+        plugin["command"] = str(folder / plugin["command"])
     return document
 
 
@@ -239,7 +244,9 @@ def with_exec_token(config: dict[str, Any]) -> bool:
     it did. Raises `KubeconfigError` saying why the plugin gave no token."""
     user = current_context(config).user
     plugin = user.get("exec")
-    if not plugin or user.get("token"):
+    # A token, inline or in a file, is sent in the plugin's stead (client-go's exec round tripper
+    # leaves a request that already carries an Authorization header as it is).
+    if not plugin or user.get("token") or user.get("tokenFile"):
         return False
     env = {**os.environ, **{e["name"]: e["value"] for e in plugin.get("env") or []}}
     try:
@@ -275,6 +282,27 @@ def _file(section: dict[str, Any], name: str, folder: Path | None) -> Path | Non
         return None
     path = Path(section[name]).expanduser()
     return folder / path if folder is not None and not path.is_absolute() else path
+
+
+def _bearer_token(user: dict[str, Any], folder: Path | None) -> str | None:
+    """The user's bearer token: `tokenFile`'s content, stripped, where it names one, which
+    client-go prefers to an inline `token` ("The last successfully read value takes precedence
+    over BearerToken": k8s.io/client-go rest.Config `BearerTokenFile`), else `token`. A file
+    that cannot be read or is empty falls back to `token`; without one it is an error."""
+    path = _file(user, "tokenFile", folder)
+    if path is None:
+        return user.get("token")
+    try:
+        token = path.read_text().strip()
+    except OSError as error:
+        if user.get("token"):
+            return str(user["token"])
+        raise KubeconfigError(f"its user's tokenFile {path} cannot be read: {error}") from None
+    if not token:
+        if user.get("token"):
+            return str(user["token"])
+        raise KubeconfigError(f"its user's tokenFile {path} is empty")
+    return token
 
 
 def _material(section: dict[str, Any], name: str, folder: Path | None) -> bytes | None:

@@ -663,8 +663,9 @@ def test_an_exec_token_kubeconfig_keeps_reading_its_files_from_its_own_folder(
     plugin = folder / "get-token"
     plugin.write_text(f'#!{sys.executable}\nprint(\'{{"status": {{"token": "t1"}}}}\')\n')
     plugin.chmod(0o755)
+    # A plugin named by a relative path is found beside the kubeconfig too, as kubectl finds it.
     document = kubeconfig_document(
-        {"exec": {"command": str(plugin)}}, **{"certificate-authority": "pki/ca.crt"}
+        {"exec": {"command": "./get-token"}}, **{"certificate-authority": "pki/ca.crt"}
     )
     (folder / "config").write_text(yaml.safe_dump(document))
     monkeypatch.chdir(tmp_path)

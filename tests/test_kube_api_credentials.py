@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from e2e.standins.certificates import make_ca
-from kiam_eks.program.kube_api import KubeApi, private_file
+from kiam_eks.contracts.kubeconfig import KubeconfigError
+from kiam_eks.program.kube_api import KubeApi, anchor, private_file, with_exec_token
 from tests.kubeconfigs import kubeconfig_document
 
 
@@ -139,3 +140,69 @@ def test_inline_data_overrides_a_file_as_client_go_reads_it(temporary: Path) -> 
 
     assert api.server == "https://127.0.0.1:6443"
     assert list(temporary.iterdir()) == []
+
+
+def test_a_token_file_is_read_beside_the_kubeconfig_and_wins_over_an_inline_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """client-go reads `tokenFile` relative to the kubeconfig (clientcmd
+    `GetAuthInfoFileReferences`), strips it, and prefers what it read to `token` (rest.Config
+    `BearerTokenFile`); an unreadable or empty file leaves `token`, or is an error naming it."""
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "token").write_text("from-file\n")
+    monkeypatch.chdir(tmp_path.parent)  # where the relative path names nothing
+    config = tmp_path / "kubeconfig.yaml"
+
+    def token_of(user: dict[str, Any]) -> str | None:
+        config.write_text(yaml.safe_dump(kubeconfig_document(user)))
+        return KubeApi(config)._token
+
+    assert token_of({"tokenFile": "secrets/token"}) == "from-file"
+    assert token_of({"tokenFile": "secrets/token", "token": "inline"}) == "from-file"
+    assert token_of({"tokenFile": "secrets/absent", "token": "inline"}) == "inline"
+    (tmp_path / "secrets" / "empty").write_text(" \n")
+    assert token_of({"tokenFile": "secrets/empty", "token": "inline"}) == "inline"
+    with pytest.raises(KubeconfigError, match=r"tokenFile .*secrets/absent cannot be read"):
+        token_of({"tokenFile": "secrets/absent"})
+    with pytest.raises(KubeconfigError, match=r"tokenFile .*secrets/empty is empty"):
+        token_of({"tokenFile": "secrets/empty"})
+
+
+def test_anchoring_makes_every_file_reference_absolute_as_client_go_resolves_them(
+    tmp_path: Path,
+) -> None:
+    """A document used away from its file keeps its references leading where they did: the
+    certificates, the key, the token file, and an exec plugin named by a path; a plugin looked
+    up on PATH and an absolute path stay as they are (clientcmd `ResolvePaths`)."""
+    document = kubeconfig_document(
+        {
+            "client-certificate": "pki/tls.crt",
+            "client-key": "/etc/kiam/tls.key",
+            "tokenFile": "secrets/token",
+            "exec": {"command": "bin/get-token"},
+        },
+        **{"certificate-authority": "pki/ca.crt"},
+    )
+    anchored = anchor(document, tmp_path)
+    assert anchored is document
+    assert document["clusters"][0]["cluster"]["certificate-authority"] == str(
+        tmp_path / "pki/ca.crt"
+    )
+    assert document["users"][0]["user"] == {
+        "client-certificate": str(tmp_path / "pki/tls.crt"),
+        "client-key": "/etc/kiam/tls.key",
+        "tokenFile": str(tmp_path / "secrets/token"),
+        "exec": {"command": str(tmp_path / "bin/get-token")},
+    }
+    on_path = kubeconfig_document({"exec": {"command": "aws", "args": ["eks", "get-token"]}})
+    assert anchor(on_path, tmp_path)["users"][0]["user"]["exec"]["command"] == "aws"
+
+
+def test_a_token_is_sent_in_an_exec_plugin_s_stead(tmp_path: Path) -> None:
+    """client-go's exec round tripper leaves a request that already carries an Authorization
+    header as it is: with a token or a token file the plugin is never run."""
+    never = {"command": str(tmp_path / "absent-plugin")}
+    for user in ({"token": "t", "exec": never}, {"tokenFile": "/t", "exec": never}):
+        document = kubeconfig_document(dict(user))
+        assert with_exec_token(document) is False
+        assert document["users"][0]["user"] == user

@@ -85,7 +85,7 @@ from typing import Any
 
 import yaml
 
-from kiam_eks.contracts.kubeconfig import KubeconfigError, current_context
+from kiam_eks.contracts.kubeconfig import KubeconfigError
 from kiam_eks.program.credential_sources import PodUsage, Usage, usage
 from kiam_eks.program.kube_api import (
     ApiError,
@@ -278,13 +278,12 @@ def _with_exec_token(kubeconfig: Path) -> Path | dict[str, Any]:
     """The kubeconfig, or, when its current user runs an exec plugin (`aws eks get-token`), its
     document holding the token that plugin prints (program/kube_api.py `with_exec_token`),
     written nowhere, its relative file references still leading from the file's folder."""
-    config = yaml.safe_load(kubeconfig.read_text())
-    current_context(config)  # a kubeconfig without one is not this function's to explain
+    config = anchor(yaml.safe_load(kubeconfig.read_text()), kubeconfig.parent)
     try:
         replaced = with_exec_token(config)
     except KubeconfigError as error:
         raise BadInputError(f"kubeconfig {kubeconfig}: {error}") from None
-    return anchor(config, kubeconfig.parent) if replaced else kubeconfig
+    return config if replaced else kubeconfig
 
 
 def as_json(stack: str, found: Usage, trust: Sequence[TrustCheck] = ()) -> dict[str, Any]:

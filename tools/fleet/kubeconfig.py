@@ -44,6 +44,6 @@ def kubeconfig_for(
 
 
 def _resolved(text: str, folder: Path) -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(text)
+    document = anchor(yaml.safe_load(text), folder)
     with_exec_token(document)
-    return anchor(document, folder)
+    return document

@@ -225,6 +225,15 @@ def anchored(text: str, folder: Path) -> str:
         return text
 
 
+def resolved(document: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A kubeconfig document read from `folder` (or, inline, used where its relative files are
+    found), ready for `KubeApi` anywhere: its references anchored there (`anchor`), then its exec
+    plugin run and its token put in the plugin's place (`with_exec_token`, which raises
+    `KubeconfigError` when the plugin gives none)."""
+    with_exec_token(anchor(document, folder))
+    return document
+
+
 def private_file(name: str, text: str) -> Path:
     """A file only this user reads (a kubeconfig holds credentials), in a folder of its own,
     removed with the folder when the process exits: for a tool that hands a kubeconfig on by
@@ -293,16 +302,14 @@ def _bearer_token(user: dict[str, Any], folder: Path | None) -> str | None:
     if path is None:
         return user.get("token")
     try:
-        token = path.read_text().strip()
+        token, problem = path.read_text().strip(), "is empty"
     except OSError as error:
-        if user.get("token"):
-            return str(user["token"])
-        raise KubeconfigError(f"its user's tokenFile {path} cannot be read: {error}") from None
-    if not token:
-        if user.get("token"):
-            return str(user["token"])
-        raise KubeconfigError(f"its user's tokenFile {path} is empty")
-    return token
+        token, problem = "", f"cannot be read: {error}"
+    if token:
+        return token
+    if user.get("token"):
+        return str(user["token"])
+    raise KubeconfigError(f"its user's tokenFile {path} {problem}")
 
 
 def _material(section: dict[str, Any], name: str, folder: Path | None) -> bytes | None:

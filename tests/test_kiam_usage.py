@@ -634,18 +634,18 @@ def test_an_exec_plugin_is_run_once_for_a_token(tmp_path: Path) -> None:
     }
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kubeconfig_text("https://127.0.0.1:1", exec_user))
-    derived = kiam_usage._with_exec_token(kubeconfig)
+    derived = kiam_usage._kubeconfig_document(kubeconfig)
     assert isinstance(derived, dict)
     users = derived["users"]
     assert users == [{"name": "u", "user": {"token": "dev:eks get-token"}}]
     # A kubeconfig without a plugin is used as it is.
     kubeconfig.write_text(kubeconfig_text("https://127.0.0.1:1", {"token": "t"}))
-    assert kiam_usage._with_exec_token(kubeconfig) == kubeconfig
+    assert kiam_usage._kubeconfig_document(kubeconfig) == yaml.safe_load(kubeconfig.read_text())
     # A plugin that fails is bad input, with its last line.
     plugin.write_text(f"#!{sys.executable}\nimport sys\nsys.exit('no credentials')\n")
     kubeconfig.write_text(kubeconfig_text("https://127.0.0.1:1", exec_user))
     with pytest.raises(BadInputError) as error:
-        kiam_usage._with_exec_token(kubeconfig)
+        kiam_usage._kubeconfig_document(kubeconfig)
     assert str(error.value) == (
         f"kubeconfig {kubeconfig}: its exec plugin {plugin} gave no token: no credentials"
     )

@@ -85,15 +85,14 @@ from typing import Any
 
 import yaml
 
-from kiam_eks.contracts.kubeconfig import KubeconfigError
+from kiam_eks.contracts.kubeconfig import KubeconfigError, current_context
 from kiam_eks.program.credential_sources import PodUsage, Usage, usage
 from kiam_eks.program.kube_api import (
     ApiError,
     KubeApi,
-    anchor,
     anchored,
     private_file,
-    with_exec_token,
+    resolved,
 )
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from kiam_eks.settings.base import UNDECRYPTED_SECRET
@@ -266,7 +265,7 @@ def read_cluster(kubeconfig: Path) -> tuple[list[dict[str, Any]], list[dict[str,
 def cluster_api(kubeconfig: Path) -> KubeApi:
     """The cluster the kubeconfig names, with an exec plugin's token where it uses one."""
     try:
-        return KubeApi(_with_exec_token(kubeconfig))
+        return KubeApi(_kubeconfig_document(kubeconfig))
     except BadInputError:
         raise
     except (OSError, yaml.YAMLError, ssl.SSLError, KubeconfigError, KeyError, TypeError) as error:
@@ -274,16 +273,16 @@ def cluster_api(kubeconfig: Path) -> KubeApi:
         raise BadInputError(f"cannot use kubeconfig {kubeconfig}: {problem}") from None
 
 
-def _with_exec_token(kubeconfig: Path) -> Path | dict[str, Any]:
-    """The kubeconfig, or, when its current user runs an exec plugin (`aws eks get-token`), its
-    document holding the token that plugin prints (program/kube_api.py `with_exec_token`),
-    written nowhere, its relative file references still leading from the file's folder."""
-    config = anchor(yaml.safe_load(kubeconfig.read_text()), kubeconfig.parent)
+def _kubeconfig_document(kubeconfig: Path) -> dict[str, Any]:
+    """The kubeconfig's document, its relative file references leading from the file's folder
+    and, when its current user runs an exec plugin (`aws eks get-token`), the token that plugin
+    prints in the plugin's place (program/kube_api.py `resolved`): written nowhere."""
+    document = yaml.safe_load(kubeconfig.read_text())
+    current_context(document)  # a kubeconfig without one is not this function's to explain
     try:
-        replaced = with_exec_token(config)
+        return resolved(document, kubeconfig.parent)
     except KubeconfigError as error:
         raise BadInputError(f"kubeconfig {kubeconfig}: {error}") from None
-    return config if replaced else kubeconfig
 
 
 def as_json(stack: str, found: Usage, trust: Sequence[TrustCheck] = ()) -> dict[str, Any]:

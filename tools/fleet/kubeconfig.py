@@ -3,7 +3,7 @@ own `kiam:kubeconfig`, else the EKS cluster's, written by `aws eks update-kubeco
 `pulumi up` itself reaches it (program/providers.py). `kiam_eks.program.kube_api.KubeApi` takes
 certificates or a token: an `exec` user (EKS's `aws eks get-token`) is run once here and its
 token kept in the parsed document, which is written nowhere (program/kube_api.py
-`with_exec_token`)."""
+`resolved`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from kiam_eks.program.kube_api import anchor, with_exec_token
+from kiam_eks.program.kube_api import resolved
 from kiam_eks.settings.stack import StackSettings
 from tools.fleet.engine import Engine, stack_work_dir
 from tools.fleet.fleet_file import FleetFile
@@ -27,10 +27,10 @@ def kubeconfig_for(
     runs in, where the program reads them."""
     target = fleet.stacks.get(stack)
     if target is not None and target.kubeconfig is not None:
-        return _resolved(target.kubeconfig.read_text(), target.kubeconfig.parent)
+        return resolved(yaml.safe_load(target.kubeconfig.read_text()), target.kubeconfig.parent)
     own = engine.config_value(stack, "kiam:kubeconfig")
     if own:
-        return _resolved(own, stack_work_dir(fleet, stack))
+        return resolved(yaml.safe_load(own), stack_work_dir(fleet, stack))
     # The kubeconfig EKS writes names the cluster and its `aws eks get-token` plugin: no secret.
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"kubeconfig-{stack}.yaml"
@@ -40,10 +40,4 @@ def kubeconfig_for(
          "--region", cluster.region, "--kubeconfig", str(path)],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
-    return _resolved(path.read_text(), folder)
-
-
-def _resolved(text: str, folder: Path) -> dict[str, Any]:
-    document = anchor(yaml.safe_load(text), folder)
-    with_exec_token(document)
-    return document
+    return resolved(yaml.safe_load(path.read_text()), folder)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.components.containers import container_resources, locked_down
 from kiam_eks.contracts import labels, names, tokens
 from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
@@ -46,7 +46,7 @@ class AgentArgs:
     """`host:port` of the headless server Service; the host is a SAN of the server certificate."""
     server_node_taint: TaintSettings
     """The server nodes' taint and label: agents must never run there."""
-    tls_secret: k8s.core.v1.Secret
+    tls_secret: kube.Secret
     """Agent certificate Secret."""
     wait_for: Sequence[pulumi.Resource]
     """Resources that must be Ready first: the server Deployment. An agent that starts with no
@@ -66,7 +66,7 @@ class AgentArgs:
 class Agent(pulumi.ComponentResource):
     """The agent DaemonSet and its ServiceAccount."""
 
-    daemon_set: k8s.apps.v1.DaemonSet
+    daemon_set: kube.DaemonSet
     """The agent DaemonSet."""
 
     def __init__(
@@ -79,7 +79,7 @@ class Agent(pulumi.ComponentResource):
         account_taken_over = taking_over_options(adoption.agent_account)
         daemon_set_taken_over = taking_over_options(adoption.agent_daemon_set)
         forced = {"annotations": {PATCH_FORCE_ANNOTATION: "true"}} if args.force_apply else {}
-        account = k8s.core.v1.ServiceAccount(
+        account = kube.ServiceAccount(
             name,
             metadata={
                 "name": names.AGENT_NAME,
@@ -91,7 +91,7 @@ class Agent(pulumi.ComponentResource):
             automount_service_account_token=False,
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=account_taken_over.retain),
         )
-        self.daemon_set = k8s.apps.v1.DaemonSet(
+        self.daemon_set = kube.DaemonSet(
             name,
             metadata={
                 "name": adoption.agent_daemon_set_name,
@@ -108,7 +108,7 @@ class Agent(pulumi.ComponentResource):
                         "labels": meta_labels,
                         **({"annotations": args.pod_annotations} if args.pod_annotations else {}),
                     },
-                    "spec": _pod_spec(args, account.metadata.name),
+                    "spec": _pod_spec(args, account.metadata["name"]),
                 },
             },
             opts=pulumi.ResourceOptions(
@@ -187,7 +187,7 @@ def _pod_spec(args: AgentArgs, service_account: pulumi.Input[str]) -> dict[str, 
         "volumes": [
             {
                 "name": "tls",
-                "secret": {"secretName": args.tls_secret.metadata.name, "defaultMode": 0o400},
+                "secret": {"secretName": args.tls_secret.metadata["name"], "defaultMode": 0o400},
             },
             {
                 "name": "xtables-lock",

@@ -65,8 +65,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.components.agent import rollout_wait, update_strategy
 from kiam_eks.contracts import kiam, names, tokens
 from kiam_eks.contracts.labels import PATCH_FORCE_ANNOTATION
@@ -110,9 +110,9 @@ class AgentRetirement(pulumi.ComponentResource):
 
 def _retirement_patch(
     name: str, args: AgentRetirementArgs, parent: pulumi.Resource
-) -> k8s.apps.v1.DaemonSetPatch:
+) -> kube.DaemonSetPatch:
     """The agent DaemonSet's arguments and update strategy, applied with force."""
-    return k8s.apps.v1.DaemonSetPatch(
+    return kube.DaemonSetPatch(
         name,
         metadata={
             "name": args.daemon_set_name,

@@ -157,8 +157,8 @@ class KiamKubernetes(pulumi.ComponentResource):
             )
         self.server_dns_names = pulumi.Output.from_input(dns_names)
         self.namespace = pulumi.Output.from_input(namespace)
-        self.server_deployment_name = server.deployment.metadata.name
-        self.agent_daemon_set_name = agent.daemon_set.metadata.name
+        self.server_deployment_name = server.deployment.metadata["name"]
+        self.agent_daemon_set_name = agent.daemon_set.metadata["name"]
         leaves = kubernetes_side_installed(s, transition.previous).to_output()
         # Recorded only once the servers and agents are rolled out: an update that fails half
         # way leaves the record of the one before, and the next judges the same change again.

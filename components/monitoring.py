@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.contracts import labels, names, tokens
 from kiam_eks.contracts.labels import Role
 from kiam_eks.settings.monitoring import MonitoringSettings
@@ -97,7 +98,7 @@ class Monitoring(pulumi.ComponentResource):
 
     service_monitors: dict[Role, k8s.apiextensions.CustomResource]
     """The ServiceMonitor of each component."""
-    agent_metrics_service: k8s.core.v1.Service
+    agent_metrics_service: kube.Service
     """The headless Service in front of the agents' metrics port."""
     prometheus_rule: k8s.apiextensions.CustomResource | None
     """The alert rules (None with `alerts: false`)."""
@@ -117,7 +118,7 @@ class Monitoring(pulumi.ComponentResource):
                 "labels": {**object_labels, **s.labels},
             }
 
-        self.agent_metrics_service = k8s.core.v1.Service(
+        self.agent_metrics_service = kube.Service(
             f"{name}-agent-metrics",
             metadata={
                 "name": names.AGENT_METRICS_SERVICE,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.transitions.judge import NamespaceMode
 
 # The agent needs host networking and NET_ADMIN: Pod Security must allow it in kiam's namespace.
@@ -15,11 +15,11 @@ def kiam_namespace(
     resource_name: str, name: str, opts: pulumi.ResourceOptions
 ) -> pulumi.Output[str]:
     """The namespace `name`, labelled for Pod Security; its name once created."""
-    namespace: pulumi.Output[str] = k8s.core.v1.Namespace(
+    namespace: pulumi.Output[str] = kube.Namespace(
         resource_name,
         metadata={"name": name, "labels": POD_SECURITY_LABELS},
         opts=opts,
-    ).metadata.name
+    ).metadata["name"]
     return namespace
 
 

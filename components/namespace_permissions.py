@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.contracts import tokens
 from kiam_eks.contracts.labels import (
     EXISTING_PERMITTED_ANNOTATION,
@@ -101,8 +101,8 @@ class NamespacePermissions(pulumi.ComponentResource):
         value: pulumi.Input[str],
         extra: dict[str, str],
         opts: pulumi.ResourceOptions | None = None,
-    ) -> k8s.core.v1.NamespacePatch:
-        return k8s.core.v1.NamespacePatch(
+    ) -> kube.NamespacePatch:
+        return kube.NamespacePatch(
             name,
             metadata={
                 "name": namespace,

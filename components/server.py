@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.components.containers import container_resources, locked_down
 from kiam_eks.contracts import labels, names, tokens
 from kiam_eks.contracts.rollout_wait import WAIT_FOR_ANNOTATION, rolled_out_wait_for
@@ -43,7 +43,7 @@ class ServerArgs:
     """`--assume-role-arn`."""
     role_base_arn: str
     """`--role-base-arn`."""
-    tls_secret: k8s.core.v1.Secret
+    tls_secret: kube.Secret
     """Server certificate Secret."""
     adoption: Adoption
     """Where the stack stands towards a running install: whether it owns the Service, how the
@@ -74,9 +74,9 @@ def rolling_update(spare_nodes: int) -> dict[str, int]:
 class Server(pulumi.ComponentResource):
     """The kiam-server Deployment and everything it needs to be reachable and safe to disrupt."""
 
-    deployment: k8s.apps.v1.Deployment
+    deployment: kube.Deployment
     """The server Deployment; agents are created only once it is Ready."""
-    service: k8s.core.v1.Service | None
+    service: kube.Service | None
     """The headless Service agents dial (None while a running install's Service does that)."""
 
     def __init__(
@@ -99,12 +99,12 @@ class Server(pulumi.ComponentResource):
         # What a running install may have under the same names (docs/migration.md).
         adoption = args.adoption
         account_taken_over = taking_over_options(adoption.server_account)
-        account = k8s.core.v1.ServiceAccount(
+        account = kube.ServiceAccount(
             name,
             metadata={**metadata(names.SERVER_NAME), **account_taken_over.metadata},
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=account_taken_over.retain),
         )
-        role = k8s.rbac.v1.ClusterRole(
+        role = kube.ClusterRole(
             name,
             metadata=metadata(names.SERVER_NAME, namespaced=False),
             rules=[
@@ -118,18 +118,18 @@ class Server(pulumi.ComponentResource):
             ],
             opts=child,
         )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
+        binding = kube.ClusterRoleBinding(
             name,
             metadata=metadata(names.SERVER_NAME, namespaced=False),
             role_ref={
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
-                "name": role.metadata.name,
+                "name": role.metadata["name"],
             },
             subjects=[
                 {
                     "kind": "ServiceAccount",
-                    "name": account.metadata.name,
+                    "name": account.metadata["name"],
                     "namespace": args.namespace,
                 }
             ],
@@ -138,7 +138,7 @@ class Server(pulumi.ComponentResource):
         self.service = None
         if adoption.stack_owns_service:
             service_taken_over = taking_over_options(adoption.service)
-            self.service = k8s.core.v1.Service(
+            self.service = kube.Service(
                 name,
                 metadata={**metadata(s.service_name), **service_taken_over.metadata},
                 spec={
@@ -164,7 +164,7 @@ class Server(pulumi.ComponentResource):
                     parent=self, retain_on_delete=service_taken_over.retain
                 ),
             )
-        k8s.policy.v1.PodDisruptionBudget(
+        kube.PodDisruptionBudget(
             name,
             metadata=metadata(names.SERVER_NAME),
             spec={"maxUnavailable": 1, "selector": {"matchLabels": selector}},
@@ -180,7 +180,7 @@ class Server(pulumi.ComponentResource):
                 else {}
             ),
         }
-        self.deployment = k8s.apps.v1.Deployment(
+        self.deployment = kube.Deployment(
             name,
             metadata={
                 **metadata(names.SERVER_NAME),
@@ -207,7 +207,7 @@ class Server(pulumi.ComponentResource):
                         "labels": {**workload_labels, **adoption.server_pod_extra_labels},
                         **({"annotations": pod_annotations} if pod_annotations else {}),
                     },
-                    "spec": self._pod_spec(args, account.metadata.name),
+                    "spec": self._pod_spec(args, account.metadata["name"]),
                 },
             },
             opts=pulumi.ResourceOptions(
@@ -326,7 +326,10 @@ class Server(pulumi.ComponentResource):
             "volumes": [
                 {
                     "name": "tls",
-                    "secret": {"secretName": args.tls_secret.metadata.name, "defaultMode": 0o440},
+                    "secret": {
+                        "secretName": args.tls_secret.metadata["name"],
+                        "defaultMode": 0o440,
+                    },
                 }
             ],
         }

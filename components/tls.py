@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.components.cloud import CertificateAuthority, CertificateRequest, KeyPair
 from kiam_eks.contracts import tokens
 from kiam_eks.contracts.labels import TLS_SECRET_TYPE
@@ -80,9 +80,9 @@ def certificate_requests(args: TlsArgs) -> dict[str, CertificateRequest]:
 class Tls(pulumi.ComponentResource):
     """CA, server and agent certificates, stored as `kubernetes.io/tls` Secrets with `ca.crt`."""
 
-    server_secret: k8s.core.v1.Secret
+    server_secret: kube.Secret
     """Server certificate, key and CA."""
-    agent_secret: k8s.core.v1.Secret
+    agent_secret: kube.Secret
     """Agent certificate, key and CA."""
     ca_cert_pem: pulumi.Output[str]
     """The CA certificate (public)."""
@@ -94,12 +94,12 @@ class Tls(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         leaf_of = self._leaves(name, args, child)
 
-        def secret(role: str) -> k8s.core.v1.Secret:
+        def secret(role: str) -> kube.Secret:
             leaf = leaf_of(role)
             # Updated in place, never replaced (the stack's Kubernetes provider has
             # enableSecretMutable, program/kubernetes.py), and mounted as a directory (not
             # subPath), so the kubelet swaps renewed files under a running kiam, which reloads them.
-            return k8s.core.v1.Secret(
+            return kube.Secret(
                 f"{name}-{role}",
                 # Not the upstream `kiam-<role>-tls`: a running install's Secrets keep their names.
                 metadata={"name": f"kiam-{role}-certificate", "namespace": args.namespace},

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.components.node_group_options import replacement_options
 from kiam_eks.contracts import labels
 from kiam_eks.contracts.eks_node_group import FORCE_NEW, root_device
@@ -122,8 +122,8 @@ class KwokNodeGroup(pulumi.ComponentResource):
     marks them Ready and gives them addresses and room, as a kubelet would."""
 
     node_group_name: pulumi.Output[str]
-    group: k8s.core.v1.ConfigMap
-    nodes: list[k8s.core.v1.Node]
+    group: kube.ConfigMap
+    nodes: list[kube.Node]
 
     def __init__(
         self, name: str, args: KwokNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
@@ -132,7 +132,7 @@ class KwokNodeGroup(pulumi.ComponentResource):
         s = args.settings
         arguments = group_arguments(s, args.kubernetes_version)
         options = replacement_options()
-        self.group = k8s.core.v1.ConfigMap(
+        self.group = kube.ConfigMap(
             # No metadata.name: the provider generates `<this name>-<suffix>`, a new one for each
             # replacement, as the AWS provider does from `nodeGroupNamePrefix`. The arguments are
             # annotations, which pulumi-kubernetes updates in place (its data would force a
@@ -148,7 +148,7 @@ class KwokNodeGroup(pulumi.ComponentResource):
                 delete_before_replace=options.delete_before_replace,
             ),
         )
-        group: pulumi.Output[str] = self.group.metadata.name
+        group: pulumi.Output[str] = self.group.metadata["name"]
         # An in-place version update replaces the nodes of the same group: new names.
         software = _short_hash({k: arguments[k] for k in NODE_SOFTWARE})
         taint = s.taint
@@ -156,7 +156,7 @@ class KwokNodeGroup(pulumi.ComponentResource):
         for index, zone in enumerate(node_zones(s, args.region)):
             node_name = group.apply(_node_name(index, software))
             self.nodes.append(
-                k8s.core.v1.Node(
+                kube.Node(
                     # Stable logical names: a new group name replaces each Node, create first.
                     f"{name}-{index}",
                     metadata={
@@ -184,7 +184,7 @@ class KwokNodeGroup(pulumi.ComponentResource):
             )
         # Like the real group's name, known only once every node of the group exists.
         self.node_group_name = pulumi.Output.all(
-            group, *[n.metadata.name for n in self.nodes]
+            group, *[n.metadata["name"] for n in self.nodes]
         ).apply(lambda names: str(names[0]))
         self.register_outputs({"node_group_name": self.node_group_name})
 

@@ -48,8 +48,8 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from kiam_eks.components import kubernetes_objects as kube
 from kiam_eks.contracts.pod_identity import AGENT_ADDON
 from kiam_eks.program.kube_api import KubeApi
 
@@ -126,7 +126,7 @@ def association(
     """The association of `namespace/service_account` to the role (or through it to
     `target_role_arn`), under the composition's name and options (its parent, its replacement
     order)."""
-    config_map: pulumi.Resource = k8s.core.v1.ConfigMap(
+    config_map: pulumi.Resource = kube.ConfigMap(
         name,
         metadata={
             "name": association_name(namespace, service_account),
@@ -149,7 +149,7 @@ def agent_daemon_set(
     """What the `eks-pod-identity-agent` add-on installs, under the composition's name."""
     # kwok runs no container: the image only says which version the add-on would run.
     image = f"eks/{AGENT_ADDON}:{addon_version or 'default'}"
-    daemon_set: pulumi.Resource = k8s.apps.v1.DaemonSet(
+    daemon_set: pulumi.Resource = kube.DaemonSet(
         name,
         metadata={"name": AGENT_ADDON, "namespace": NAMESPACE, "labels": AGENT_LABELS},
         spec={

@@ -8,7 +8,8 @@ are translated into its output types. A program pays that on every run, twice pe
 (the preview, then the update): at 1,000 applications it was about 0.7 s of a 4.5 s program run
 (docs/performance.md). The provider is the same plugin either way: what reaches the engine is
 the type token and the object's fields, which these classes send exactly as the generated ones
-do (pulumi_kubernetes 4.x `core/v1/Secret.py` and the others, `_internal_init`):
+do (the pulumi_kubernetes Python SDK, 4.34.2 here, `core/v1/Secret.py` and the others,
+`_internal_init`; tests/contracts/test_kubernetes_objects.py holds each kind to its class):
 
 - `apiVersion` and `kind` always set, each field under its Kubernetes (camelCase) name;
 - fields given as None left out (the SDK drops a property whose value is None);
@@ -51,11 +52,13 @@ class ObjectKind:
         return pulumi.ResourceOptions.merge(opts, own)
 
 
-def _rbac(kind: str) -> tuple[str, ...]:
-    return tuple(
-        f"kubernetes:rbac.authorization.k8s.io/{v}:{kind}" for v in ("v1alpha1", "v1beta1")
-    )
+def _older(kind: str, *groups: str) -> tuple[str, ...]:
+    """The type tokens of `kind` in its older API groups."""
+    return tuple(f"kubernetes:{group}:{kind}" for group in groups)
 
+
+_APPS_BETA = ("apps/v1beta2", "extensions/v1beta1")
+_RBAC_BETA = ("rbac.authorization.k8s.io/v1alpha1", "rbac.authorization.k8s.io/v1beta1")
 
 NAMESPACE = ObjectKind(tokens.NAMESPACE, "v1", "Namespace", ("status",))
 NAMESPACE_PATCH = ObjectKind(tokens.NAMESPACE_PATCH, "v1", "Namespace", ("status",))
@@ -69,42 +72,36 @@ DEPLOYMENT = ObjectKind(
     "apps/v1",
     "Deployment",
     ("status",),
-    tuple(
-        f"kubernetes:{g}:Deployment" for g in ("apps/v1beta1", "apps/v1beta2", "extensions/v1beta1")
-    ),
+    _older("Deployment", "apps/v1beta1", *_APPS_BETA),
 )
 DAEMON_SET = ObjectKind(
-    tokens.DAEMON_SET,
-    "apps/v1",
-    "DaemonSet",
-    ("status",),
-    tuple(f"kubernetes:{g}:DaemonSet" for g in ("apps/v1beta2", "extensions/v1beta1")),
+    tokens.DAEMON_SET, "apps/v1", "DaemonSet", ("status",), _older("DaemonSet", *_APPS_BETA)
 )
 DAEMON_SET_PATCH = ObjectKind(
     tokens.DAEMON_SET_PATCH,
     "apps/v1",
     "DaemonSet",
     ("status",),
-    tuple(f"kubernetes:{g}:DaemonSetPatch" for g in ("apps/v1beta2", "extensions/v1beta1")),
+    _older("DaemonSetPatch", *_APPS_BETA),
 )
 CLUSTER_ROLE = ObjectKind(
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
     "rbac.authorization.k8s.io/v1",
     "ClusterRole",
-    aliases=_rbac("ClusterRole"),
+    aliases=_older("ClusterRole", *_RBAC_BETA),
 )
 CLUSTER_ROLE_BINDING = ObjectKind(
     tokens.CLUSTER_ROLE_BINDING,
     "rbac.authorization.k8s.io/v1",
     "ClusterRoleBinding",
-    aliases=_rbac("ClusterRoleBinding"),
+    aliases=_older("ClusterRoleBinding", *_RBAC_BETA),
 )
 POD_DISRUPTION_BUDGET = ObjectKind(
     tokens.PDB,
     "policy/v1",
     "PodDisruptionBudget",
     ("status",),
-    ("kubernetes:policy/v1beta1:PodDisruptionBudget",),
+    _older("PodDisruptionBudget", "policy/v1beta1"),
 )
 
 

@@ -9,9 +9,12 @@ With `--applications N [--namespaces M]` the stack is the scale stack of N appli
 team namespaces (`tools/scale_stack.py`) instead of the dev example stack: the cluster is shaped
 for it (its namespaces created, as its teams' are on a real cluster) and the floor registers as
 many ConfigMaps as it has Kubernetes resources (and as many component resources as the stack
-has). Issue 39's target there: `preview` and the no-change `up` within 1.3x of the floor at 1,000
-applications, which the scale stack keeps in a file of their own (`kiam:applicationsFile`): no
-stack file of that shape holds more than 737 (contracts/pulumi_config.py).
+has). Beside the bare floor, one exporting the kiam stack's outputs too and one registering its
+ConfigMaps by type token, as the program registers its objects (components/kubernetes_objects.py),
+with no SDK class imported. Issue 39's target there: `preview` and the no-change `up` within 1.3x
+of the floor at 1,000 applications, which the scale stack keeps in a file of their own
+(`kiam:applicationsFile`): no stack file of that shape holds more than 737
+(contracts/pulumi_config.py).
 
     python -m e2e.bench [--runs 5]
     python -m e2e.bench --applications 1000 [--namespaces 20] --runs 1
@@ -39,6 +42,13 @@ from tools.scale_stack import scale_config
 
 FLOOR_PROGRAM = toolchain.REPO / "e2e" / "floor"
 STEPS = ("preview", "up", "up (no change)", "destroy")
+# The floors: (stack name, exports the kiam stack's outputs, registers by type token).
+FLOORS = (("floor", False, False), ("floor+outputs", True, False), ("floor-by-token", False, True))
+FLOOR_LABELS = {
+    "floor": "floor",
+    "floor+outputs": "floor + outputs",
+    "floor-by-token": "floor by type token",
+}
 # tools.scale_stack's own default.
 DEFAULT_NAMESPACES = 20
 
@@ -150,28 +160,29 @@ def main(argv: list[str] | None = None) -> int:
             kiam.destroy()
             settle()
             floors = {
-                key: floor_stack(env, key, count, components, outputs if exported else None)
-                for key, exported in (("floor", False), ("floor+outputs", True))
+                key: floor_stack(
+                    env, key, count, components, outputs if exported else None, by_token
+                )
+                for key, exported, by_token in FLOORS
             }
             results = measure({"kiam": kiam, **floors}, args.runs, settle)
         finally:
             env.stop()
     print(
         f"{count} Kubernetes resources and {components} component resources each; the second "
-        f"floor also exports the kiam stack's outputs ({outputs_size} bytes of JSON); median of "
+        f"floor also exports the kiam stack's outputs ({outputs_size} bytes of JSON), the third "
+        f"registers its ConfigMaps by type token (no SDK class imported); median of "
         f"{args.runs} runs, seconds\n"
     )
-    print(
-        f"| step | {label} | floor | ratio | floor + outputs | ratio |\n|---|---|---|---|---|---|"
-    )
+    header = " | ".join(f"{FLOOR_LABELS[key]} | ratio" for key, _, _ in FLOORS)
+    print(f"| step | {label} | {header} |\n|---|---|" + "---|---|" * len(FLOORS))
     for step in STEPS:
-        ours, base, with_outputs = (
-            statistics.median(results[k][step]) for k in ("kiam", "floor", "floor+outputs")
+        ours = statistics.median(results["kiam"][step])
+        cells = " | ".join(
+            f"{floor:.2f} | {ours / floor:.2f}x"
+            for floor in (statistics.median(results[key][step]) for key, _, _ in FLOORS)
         )
-        print(
-            f"| `{step}` | {ours:.2f} | {base:.2f} | {ours / base:.2f}x "
-            f"| {with_outputs:.2f} | {ours / with_outputs:.2f}x |"
-        )
+        print(f"| `{step}` | {ours:.2f} | {cells} |")
     print("\nEach run, seconds:")
     for key, steps in results.items():
         print(
@@ -182,10 +193,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def floor_stack(
-    env: Environment, name: str, resources: int, components: int, outputs: Path | None
+    env: Environment,
+    name: str,
+    resources: int,
+    components: int,
+    outputs: Path | None,
+    by_token: bool,
 ) -> PulumiStack:
     """A stack of the floor program on the bench's cluster, registering `resources` ConfigMaps
-    and `components` component resources, and exporting the stack outputs in `outputs`."""
+    (`by_token`: by their type token, with no SDK class) and `components` component resources,
+    and exporting the stack outputs in `outputs`."""
     stack = env.stack(
         name.replace("+", "-"),
         program_dir=FLOOR_PROGRAM,
@@ -193,6 +210,7 @@ def floor_stack(
             "KIAM_E2E_FLOOR_RESOURCES": str(resources),
             "KIAM_E2E_FLOOR_COMPONENTS": str(components),
             **({"KIAM_E2E_FLOOR_OUTPUTS": str(outputs)} if outputs is not None else {}),
+            **({"KIAM_E2E_FLOOR_BY_TOKEN": "1"} if by_token else {}),
         },
     )
     stack.create(write_stack_file(env.root / f"Pulumi.{stack.stack}.yaml", {}))

@@ -13,7 +13,7 @@ from e2e.harness.drainer import Drainer
 from e2e.harness.kiam_chain import KiamChain
 from e2e.harness.kube import Kube, is_ready, selector
 from e2e.harness.node_rules import NodeRulesModel
-from e2e.harness.pulumi import PulumiStack, install_provider
+from e2e.harness.pulumi import PulumiStack, deliver_interrupts, install_provider
 from e2e.harness.shape import WORKERS, ClusterShape, shape_of
 from kiam_eks.contracts.labels import NODE_GROUP_LABEL, Role, selector_labels
 from kiam_eks.settings.loader import settings_from_stack_file
@@ -45,6 +45,7 @@ class Environment:
     def start(
         cls, root: Path, bin_dir: Path, name: str, timing: PodTiming = INSTANT
     ) -> Environment:
+        deliver_interrupts()
         plane = ControlPlane(name=name, workdir=root / "cluster", bin_dir=bin_dir)
         kube = plane.start(timing)
         install_provider(root / "pulumi-home", bin_dir)

@@ -4,6 +4,7 @@ engine's answer (components/stack_state.py, which also says what the engine read
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pulumi
@@ -91,8 +92,10 @@ def _say(transition: Transition, settings: KubernetesSide) -> None:
 
 def last_update_of(answer: struct_pb2.Struct) -> LastUpdate:
     """The engine's answer as `LastUpdate.of_stack_resources` reads it: each resource's type,
-    the root stack's outputs and those of kiam's components. The other resources' outputs (every Kubernetes object's live
-    state, most of the answer) are left unread."""
+    the root stack's outputs and those of kiam's components. The other resources' outputs (every
+    Kubernetes object's live state, most of the answer) are left unread, and the root stack's
+    are converted only if read: only a stack whose component recorded nothing reads them
+    (`judged_change`), and at 1,000 applications they are as large as the record itself."""
     resources: dict[str, Any] = {}
     listed = answer.fields.get("outputs")
     if listed is not None and listed.WhichOneof("kind") == "struct_value":
@@ -102,7 +105,9 @@ def last_update_of(answer: struct_pb2.Struct) -> LastUpdate:
             fields = resource.struct_value.fields
             kind = fields["type"].string_value if "type" in fields else ""
             entry: dict[str, Any] = {"type": kind}
-            if kind in (STACK, *RECORDING_COMPONENTS) and "outputs" in fields:
+            if kind == STACK and "outputs" in fields:
+                entry["outputs"] = _ReadWhenAsked(fields["outputs"])
+            elif kind in RECORDING_COMPONENTS and "outputs" in fields:
                 entry["outputs"] = _plain_value(fields["outputs"])
             resources[urn] = entry
     return LastUpdate.of_stack_resources({"outputs": resources})
@@ -130,3 +135,27 @@ def _plain_value(value: struct_pb2.Value) -> Any:
     if kind is None or kind == "null_value":
         return None
     return getattr(value, kind)
+
+
+class _ReadWhenAsked(Mapping[str, Any]):
+    """A protobuf value holding a struct, as the mapping `_plain_value` makes of it, converted
+    the first time it is read; a value that is not a struct reads as empty."""
+
+    def __init__(self, value: struct_pb2.Value) -> None:
+        self._value = value
+        self._plain: dict[str, Any] | None = None
+
+    def _read(self) -> dict[str, Any]:
+        if self._plain is None:
+            plain = _plain_value(self._value)
+            self._plain = plain if isinstance(plain, dict) else {}
+        return self._plain
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())

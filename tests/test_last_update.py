@@ -78,3 +78,30 @@ def test_a_stack_with_no_update_yet_has_nothing() -> None:
     last = last_update_of(struct_pb2.Struct())
     assert (last.outputs, last.resources) == ({}, {})
     assert last.installed() is None
+
+
+def test_the_stack_outputs_are_converted_only_when_read(monkeypatch: Any) -> None:
+    # Only a stack whose component recorded nothing reads them; at 1,000 applications they are
+    # as large as the component's record, read on every run.
+    from kiam_eks.components import last_update
+
+    converted: list[str] = []
+    convert = last_update._plain_value
+
+    def recording(value: struct_pb2.Value) -> Any:
+        if value.WhichOneof("kind") == "struct_value" and "namespace" in value.struct_value.fields:
+            converted.append("stack outputs")
+        return convert(value)
+
+    monkeypatch.setattr(last_update, "_plain_value", recording)
+    last = last_update_of(answer_of({STACK_URN: {"type": STACK, "outputs": {"namespace": "kiam"}}}))
+    assert converted == []
+    assert last.outputs["namespace"] == "kiam"
+    assert dict(last.outputs) == {"namespace": "kiam"}
+    assert converted == ["stack outputs"]
+
+
+def test_stack_outputs_that_are_not_a_struct_read_as_empty() -> None:
+    struct = struct_pb2.Struct()
+    struct.update({"outputs": {STACK_URN: {"type": STACK, "outputs": "not a struct"}}})
+    assert dict(last_update_of(struct).outputs) == {}

@@ -318,10 +318,13 @@ class LastUpdate:
             kind = str(resource.get("type", ""))
             resources[str(urn)] = kind
             if kind == STACK:
-                stack_outputs = resource.get("outputs") or {}
+                # Kept as given (not copied, nor tested for truth): the program's reader converts
+                # them only when read (components/last_update.py).
+                outputs = resource.get("outputs")
+                stack_outputs = outputs if outputs is not None else {}
             elif kind in RECORDING_COMPONENTS:
                 components[str(urn)] = resource.get("outputs") or {}
-        return cls(outputs=dict(stack_outputs), resources=resources, components=components)
+        return cls(outputs=stack_outputs, resources=resources, components=components)
 
     def installed(self) -> Installed | None:
         """The facts of that update as this repository's program exported them (the stack output

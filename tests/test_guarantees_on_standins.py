@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from e2e.standins.certificates import make_ca, make_leaf
 from e2e.standins.cloud import KwokCloud
+from e2e.standins.signing import make_ca, make_leaf
 from kiam_eks.components.cloud import CertificateRequest
 from kiam_eks.invariants import UNKNOWN, Resource, Violation, check_all
 from kiam_eks.invariants.expected import Expected

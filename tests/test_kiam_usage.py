@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.standins.certificates import make_ca
+from e2e.standins.signing import make_ca
 from kiam_eks.program.credential_sources import Needs, Source, source_of, usage
 from kiam_eks.settings.loader import settings_from_values
 from kiam_eks.settings.stack import StackSettings

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.standins.certificates import make_ca
+from e2e.standins.signing import make_ca
 from kiam_eks.contracts.kubeconfig import KubeconfigError
 from kiam_eks.program.kube_api import KubeApi, anchor, private_file, with_exec_token
 from tests.kubeconfigs import kubeconfig_document

@@ -4,6 +4,8 @@ exactly the requested names and usages, and the cluster shape a stack expects.""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,12 +18,14 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from e2e.harness.app_pods import Workload, admitted_pod
 from e2e.harness.kube import Kube
 from e2e.harness.shape import UNTOLERATED_TAINT, shape_of
+from e2e.harness.toolchain import REPO
 from e2e.harness.watcher import Application, credentials
 from e2e.standins import pod_identity
-from e2e.standins.certificates import LocalAuthority, make_ca
+from e2e.standins.certificates import LocalAuthority
 from e2e.standins.cloud import KwokCloud
 from e2e.standins.nodes import KwokNodeGroup, KwokNodeGroupArgs, group_arguments
 from e2e.standins.roles import ComputedApplicationRole
+from e2e.standins.signing import make_ca
 from kiam_eks.components.tls import TlsArgs, certificate_requests
 from kiam_eks.contracts import names
 from kiam_eks.contracts.agent_rule import Rule
@@ -251,6 +255,16 @@ def test_the_same_request_gives_the_same_certificate_and_a_new_one_a_new_certifi
     renewed = _issue(tmp_path, TlsSettings(cert_validity_hours=4380))
     assert renewed["server"][0] != first["server"][0]
     assert renewed["server"][1] == first["server"][1]  # the CA stays
+
+
+def test_the_stand_in_cloud_loads_no_signing_code_until_a_certificate_is_made() -> None:
+    # pulumi-tls signs in its own plugin process: a program run that issues nothing new (every
+    # no-change `up`) pays for none of it, and neither does one on the stand-ins.
+    code = "import sys, e2e.standins.cloud; print(sorted(m for m in sys.modules if m.startswith(('cryptography', 'e2e.standins.signing'))))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_an_adopted_ca_signs_the_leaves(tmp_path: Path) -> None:

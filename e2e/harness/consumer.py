@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from e2e.harness.toolchain import REPO
-from e2e.standins.certificates import make_ca, make_leaf
 from e2e.standins.nodes import CAPACITY, KWOK_ANNOTATION, node_labels, node_zones
+from e2e.standins.signing import make_ca, make_leaf
 from kiam_eks.components.tls import TlsArgs, certificate_requests
 from kiam_eks.contracts import names
 from kiam_eks.settings.stack import StackSettings

@@ -48,7 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from e2e.standins.certificates import make_ca, make_leaf
+from e2e.standins.signing import make_ca, make_leaf
 from kiam_eks.components.cloud import CertificateRequest
 
 LISTEN = "127.0.0.1"

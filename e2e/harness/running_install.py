@@ -24,7 +24,7 @@ the facts of kiam v4.2's own `deploy/` manifests and of its Helm chart 6.1.2 (re
   no `last-applied-configuration`: created here the same way (`kubectl create --field-manager
   helm`). There is no helm binary here: Helm's own release operations are not exercised.
 
-Both are signed by one CA (`e2e.standins.certificates`), the CA the adoption settings receive.
+Both are signed by one CA (`e2e.standins.signing`), the CA the adoption settings receive.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import yaml
 from e2e.harness.kube import Kube
 from e2e.harness.pulumi import PulumiStack
 from e2e.harness.toolchain import REPO
-from e2e.standins.certificates import make_ca, make_leaf
+from e2e.standins.signing import make_ca, make_leaf
 from kiam_eks.components.cloud import CertificateRequest
 
 Kind = Literal["upstream", "helm"]

@@ -1,9 +1,10 @@
-"""A certificate authority without pulumi-tls: real X.509 certificates made here, with exactly the
-subject, names, addresses and usages the TLS component requests.
+"""A certificate authority without pulumi-tls: real X.509 certificates (e2e/standins/signing.py),
+with exactly the subject, names, addresses and usages the TLS component requests.
 
 Certificates are kept in a directory keyed by what was requested, so the same request gives the
 same PEMs on every run (a second `pulumi up` is a no-op) and a changed request a new certificate,
-as pulumi-tls would.
+as pulumi-tls would. Only a request not yet issued loads the signing code: pulumi-tls signs in its
+own plugin process, so a program run that issues nothing new pays none of it here either.
 
 It registers no resource: the `server-certificate` guarantee reads the certificate it issued in
 the server's Secret, as it reads the request of a pulumi-tls one.
@@ -11,29 +12,15 @@ the server's Secret, as it reads the request of a pulumi-tls one.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
-import ipaddress
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pulumi
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kiam_eks.components.cloud import CertificateRequest, KeyPair
 from kiam_eks.settings.tls import TlsSettings
-
-_EXTENDED = {
-    "server_auth": ExtendedKeyUsageOID.SERVER_AUTH,
-    "client_auth": ExtendedKeyUsageOID.CLIENT_AUTH,
-}
-_KEY_USAGES = {
-    "digital_signature", "key_encipherment", "cert_signing", "crl_signing",
-}  # fmt: skip
 
 
 class LocalAuthority:
@@ -43,21 +30,26 @@ class LocalAuthority:
         self.directory = directory
 
     def new_ca(self, name: str, settings: TlsSettings, opts: pulumi.ResourceOptions) -> KeyPair:
-        cert, key = self._cached(
-            {"ca": name, "hours": settings.ca_validity_hours},
-            lambda: make_ca("kiam-ca", settings.ca_validity_hours),
-        )
+        def make() -> tuple[str, str]:
+            from e2e.standins.signing import make_ca
+
+            return make_ca("kiam-ca", settings.ca_validity_hours)
+
+        cert, key = self._cached({"ca": name, "hours": settings.ca_validity_hours}, make)
         return KeyPair(cert_pem=cert, key_pem=pulumi.Output.secret(key))
 
     def issue(
         self, name: str, request: CertificateRequest, ca: KeyPair, opts: pulumi.ResourceOptions
     ) -> KeyPair:
-        pair = pulumi.Output.all(ca.cert_pem, ca.key_pem).apply(
-            lambda ca_pems: self._cached(
-                {"leaf": name, "request": request.__dict__, "ca": ca_pems[0]},
-                lambda: make_leaf(request, ca_pems[0], ca_pems[1]),
-            )
-        )
+        def signed(ca_pems: list[str]) -> tuple[str, str]:
+            def make() -> tuple[str, str]:
+                from e2e.standins.signing import make_leaf
+
+                return make_leaf(request, ca_pems[0], ca_pems[1])
+
+            return self._cached({"leaf": name, "request": request.__dict__, "ca": ca_pems[0]}, make)
+
+        pair = pulumi.Output.all(ca.cert_pem, ca.key_pem).apply(signed)
         return KeyPair(
             cert_pem=pair.apply(lambda p: p[0]),
             key_pem=pulumi.Output.secret(pair.apply(lambda p: p[1])),
@@ -74,98 +66,3 @@ class LocalAuthority:
             key_file.chmod(0o600)
             cert_file.write_text(cert)
         return cert_file.read_text(), key_file.read_text()
-
-
-def make_ca(common_name: str, validity_hours: int) -> tuple[str, str]:
-    """A self-signed CA certificate and its key (ECDSA P-256, as pulumi-tls makes them here)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = _name(common_name, "kiam")
-    builder = (
-        _builder(subject, subject, key.public_key(), validity_hours)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            _key_usage(["cert_signing", "crl_signing", "digital_signature"]), critical=True
-        )
-    )
-    return _pem(builder.sign(key, hashes.SHA256())), _key_pem(key)
-
-
-def make_leaf(request: CertificateRequest, ca_cert_pem: str, ca_key_pem: str) -> tuple[str, str]:
-    """A certificate for `request`, signed by the CA, and its new key."""
-    ca_cert = x509.load_pem_x509_certificate(ca_cert_pem.encode())
-    ca_key = serialization.load_pem_private_key(ca_key_pem.encode(), password=None)
-    # A running install's CA (adoption) may be RSA; ours are ECDSA.
-    if not isinstance(ca_key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
-        raise ValueError(
-            f"the CA key is a {type(ca_key).__name__}: only ECDSA and RSA CAs sign here"
-        )
-    key = ec.generate_private_key(ec.SECP256R1())
-    builder = _builder(
-        _name(request.common_name, request.organization),
-        ca_cert.subject,
-        key.public_key(),
-        request.validity_hours,
-    ).add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-    builder = builder.add_extension(
-        _key_usage([u for u in request.uses if u in _KEY_USAGES]), critical=True
-    )
-    extended = [_EXTENDED[u] for u in request.uses if u in _EXTENDED]
-    if extended:
-        builder = builder.add_extension(x509.ExtendedKeyUsage(extended), critical=False)
-    names: list[x509.GeneralName] = [x509.DNSName(n) for n in request.dns_names]
-    names += [x509.IPAddress(ipaddress.ip_address(a)) for a in request.ip_addresses]
-    if names:
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-    unknown = set(request.uses) - _KEY_USAGES - set(_EXTENDED)
-    if unknown:
-        raise ValueError(f"the stand-in CA does not know the usages {sorted(unknown)}")
-    return _pem(builder.sign(ca_key, hashes.SHA256())), _key_pem(key)
-
-
-def _name(common_name: str, organization: str) -> x509.Name:
-    return x509.Name(
-        [
-            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization),
-        ]
-    )
-
-
-def _builder(
-    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, hours: int
-) -> x509.CertificateBuilder:
-    now = datetime.datetime.now(datetime.UTC)
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(public_key)
-        .serial_number(x509.random_serial_number())
-        # A little in the past, like pulumi-tls, so clocks a few minutes apart agree.
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=hours))
-    )
-
-
-def _key_usage(uses: list[str]) -> x509.KeyUsage:
-    return x509.KeyUsage(
-        digital_signature="digital_signature" in uses,
-        content_commitment=False,
-        key_encipherment="key_encipherment" in uses,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign="cert_signing" in uses,
-        crl_sign="crl_signing" in uses,
-        encipher_only=False,
-        decipher_only=False,
-    )
-
-
-def _pem(cert: x509.Certificate) -> str:
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> str:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()

@@ -2,8 +2,9 @@
 floor, a bare program registering as many plain ConfigMaps on the same cluster.
 
 For each program, `RUNS` times: `pulumi preview` of an empty stack, `pulumi up` (install), a
-second `pulumi up` (nothing to change), `pulumi destroy`; medians and their ratios are printed as
-the Markdown table `docs/performance.md` keeps.
+second `pulumi preview` and `pulumi up` (nothing to change), `pulumi destroy`, the programs taking
+turns at each (`measure`); medians and their ratios are printed as the Markdown table
+`docs/performance.md` keeps.
 
 With `--applications N [--namespaces M]` the stack is the scale stack of N applications over M
 team namespaces (`tools/scale_stack.py`) instead of the dev example stack: the cluster is shaped
@@ -41,7 +42,7 @@ from tools.bench import compile_project
 from tools.scale_stack import scale_config
 
 FLOOR_PROGRAM = toolchain.REPO / "e2e" / "floor"
-STEPS = ("preview", "up", "up (no change)", "destroy")
+STEPS = ("preview", "up", "preview (no change)", "up (no change)", "destroy")
 # The floors: (stack name, exports the kiam stack's outputs, registers by type token).
 FLOORS = (("floor", False, False), ("floor+outputs", True, False), ("floor-by-token", False, True))
 FLOOR_LABELS = {
@@ -56,18 +57,23 @@ DEFAULT_NAMESPACES = 20
 def measure(
     stacks: dict[str, PulumiStack], runs: int, settle: Callable[[], None]
 ) -> dict[str, dict[str, list[float]]]:
-    """Each stack's times of each step, `runs` rounds in which the stacks take turns: a load that
-    drifts during the measurement (another process, the machine) falls on all of them alike, as
-    in tools/bench.py. After each destroy, `settle` waits until no pod the destroy deleted is
-    still terminating, so that no stack is timed while another's pods are being removed."""
+    """Each stack's times of each step, `runs` rounds in which the stacks take turns at every
+    step: a load that drifts during the measurement (another process, the machine) falls on all
+    of them alike, as in tools/bench.py. Each round installs every stack (its preview first),
+    then times each installed stack's no-change preview and `up` in turn, so that no stack is
+    timed right after its own install while the cluster still takes in what it created; then
+    destroys them, and `settle` waits until no pod the destroys deleted is still terminating."""
     times: dict[str, dict[str, list[float]]] = {n: {step: [] for step in STEPS} for n in stacks}
     for _ in range(runs):
         for name, stack in stacks.items():
             times[name]["preview"].append(stack.preview().seconds)
             times[name]["up"].append(stack.up().seconds)
+        for name, stack in stacks.items():
+            times[name]["preview (no change)"].append(stack.preview("--expect-no-changes").seconds)
             times[name]["up (no change)"].append(stack.up("--expect-no-changes").seconds)
+        for name, stack in stacks.items():
             times[name]["destroy"].append(stack.destroy().seconds)
-            settle()
+        settle()
     return times
 
 

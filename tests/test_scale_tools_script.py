@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import yaml
@@ -184,6 +186,42 @@ def test_the_bench_refuses_arguments_it_cannot_use_before_starting_anything(
     with pytest.raises(SystemExit) as exit_:
         bench.main(argv)
     assert exit_.value.code == 2
+
+
+class _Timed:
+    """A stand-in for `PulumiStack` that records the commands it was asked for, in order."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+
+    def _run(self, step: str) -> Any:
+        self.log.append(f"{self.name} {step}")
+        return SimpleNamespace(seconds=float(len(self.log)))
+
+    def preview(self, *extra: str) -> Any:
+        return self._run("preview " + " ".join(extra))
+
+    def up(self, *extra: str) -> Any:
+        return self._run("up " + " ".join(extra))
+
+    def destroy(self) -> Any:
+        return self._run("destroy")
+
+
+def test_the_bench_times_no_change_steps_with_every_stack_installed_taking_turns() -> None:
+    log: list[str] = []
+    stacks: dict[str, Any] = {name: _Timed(name, log) for name in ("kiam", "floor")}
+    times = bench.measure(stacks, 1, lambda: log.append("settle"))
+    assert [entry.strip() for entry in log] == [
+        "kiam preview", "kiam up", "floor preview", "floor up",
+        "kiam preview --expect-no-changes", "kiam up --expect-no-changes",
+        "floor preview --expect-no-changes", "floor up --expect-no-changes",
+        "kiam destroy", "floor destroy", "settle",
+    ]  # fmt: skip
+    assert times["floor"] == {
+        "preview": [3.0], "up": [4.0], "preview (no change)": [7.0], "up (no change)": [8.0],
+        "destroy": [10.0],
+    }  # fmt: skip
 
 
 def test_a_failed_pulumi_step_keeps_its_time() -> None:

@@ -10,7 +10,9 @@ With `--applications N [--namespaces M]` the stack is the scale stack of N appli
 team namespaces (`tools/scale_stack.py`) instead of the dev example stack: the cluster is shaped
 for it (its namespaces created, as its teams' are on a real cluster) and the floor registers as
 many ConfigMaps as it has Kubernetes resources (and as many component resources as the stack
-has). Beside the bare floor, one exporting the kiam stack's outputs too and one registering its
+has). Beside the bare floor, one carrying the kiam stack's outputs too (its stack outputs, and
+what each of its components records, the `Kiam` component's record of what it installed among
+them: the same values for the engine to store and compare) and one registering its
 ConfigMaps by type token, as the program registers its objects (components/kubernetes_objects.py),
 with no SDK class imported. Issue 39's target there: `preview` and the no-change `up` within 1.3x
 of the floor at 1,000 applications, which the scale stack keeps in a file of their own
@@ -31,6 +33,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from pulumi.runtime import rpc
 
 from e2e.harness import toolchain
 from e2e.harness.environment import Environment, write_stack_file
@@ -98,6 +102,31 @@ def resource_counts(stack: PulumiStack) -> tuple[int, int]:
     return kubernetes, components
 
 
+def component_outputs(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """What each component resource of an exported checkpoint (`pulumi stack export`) records, in
+    the checkpoint's order, as plain values a floor can register: a resource reference or a
+    secret (a mapping holding the engine's signature key, pulumi/pulumi
+    sdk/go/common/resource/sig/sig.go `Key`, which the Python SDK names `_special_sig_key`)
+    becomes its URN or its ciphertext, one value as it is one to the engine's comparisons."""
+    recorded = []
+    for resource in state["deployment"].get("resources") or []:
+        kind = resource["type"]
+        if resource.get("custom") or kind == "pulumi:pulumi:Stack":
+            continue
+        recorded.append(_plain(resource.get("outputs") or {}))
+    return recorded
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        if rpc._special_sig_key in value:
+            return str(value.get("urn") or value.get("ciphertext") or value.get("value"))
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
 def bench_config(
     applications: int | None, namespaces: int, folder: Path
 ) -> tuple[str, dict[str, Any]]:
@@ -163,11 +192,19 @@ def main(argv: list[str] | None = None) -> int:
             outputs = root / "outputs.json"
             outputs.write_text(json.dumps(kiam.outputs()))
             outputs_size = outputs.stat().st_size
+            recorded = root / "component-outputs.json"
+            recorded.write_text(json.dumps(component_outputs(kiam.export())))
+            recorded_size = recorded.stat().st_size
             kiam.destroy()
             settle()
             floors = {
                 key: floor_stack(
-                    env, key, count, components, outputs if exported else None, by_token
+                    env,
+                    key,
+                    count,
+                    components,
+                    (outputs, recorded) if exported else None,
+                    by_token,
                 )
                 for key, exported, by_token in FLOORS
             }
@@ -176,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             env.stop()
     print(
         f"{count} Kubernetes resources and {components} component resources each; the second "
-        f"floor also exports the kiam stack's outputs ({outputs_size} bytes of JSON), the third "
+        f"floor also exports the kiam stack's outputs ({outputs_size} bytes of JSON) and records its "
+        f"components' ({recorded_size} bytes), the third "
         f"registers its ConfigMaps by type token (no SDK class imported); median of "
         f"{args.runs} runs, seconds\n"
     )
@@ -203,19 +241,27 @@ def floor_stack(
     name: str,
     resources: int,
     components: int,
-    outputs: Path | None,
+    outputs: tuple[Path, Path] | None,
     by_token: bool,
 ) -> PulumiStack:
     """A stack of the floor program on the bench's cluster, registering `resources` ConfigMaps
-    (`by_token`: by their type token, with no SDK class) and `components` component resources,
-    and exporting the stack outputs in `outputs`."""
+    (`by_token`: by their type token, with no SDK class) and `components` component resources;
+    with `outputs` (two JSON files), exporting the stack outputs in the first and having its
+    components record those in the second."""
     stack = env.stack(
         name.replace("+", "-"),
         program_dir=FLOOR_PROGRAM,
         extra_env={
             "KIAM_E2E_FLOOR_RESOURCES": str(resources),
             "KIAM_E2E_FLOOR_COMPONENTS": str(components),
-            **({"KIAM_E2E_FLOOR_OUTPUTS": str(outputs)} if outputs is not None else {}),
+            **(
+                {
+                    "KIAM_E2E_FLOOR_OUTPUTS": str(outputs[0]),
+                    "KIAM_E2E_FLOOR_COMPONENT_OUTPUTS": str(outputs[1]),
+                }
+                if outputs is not None
+                else {}
+            ),
             **({"KIAM_E2E_FLOOR_BY_TOKEN": "1"} if by_token else {}),
         },
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pulumi.runtime import rpc
 
 from e2e import bench, scale_tools
 from e2e.harness import toolchain
@@ -247,3 +248,33 @@ def test_a_scale_stack_past_the_configuration_s_size_lists_its_applications_in_a
     assert config_environment_bytes(large) <= MAX_ARG_STRLEN
     listed = yaml.safe_load((tmp_path / "large" / "applications.yaml").read_text())
     assert len(listed["applications"]) == 1000
+
+
+def test_the_floor_with_outputs_records_what_each_component_of_the_benched_stack_records() -> None:
+    """The floor's components record the benched stack's components' outputs, in state order,
+    with each resource reference or secret (the engine's signature key) as one plain value."""
+    reference = {
+        rpc._special_sig_key: "5cf8f73096256a8f31e491e813e4eb8e",
+        "id": "kiam/kiam-agent",
+        "urn": "urn:pulumi:scale::kiam::kiam:index:Agent$kubernetes:apps/v1:DaemonSet::kiam-agent",
+    }
+    secret = {rpc._special_sig_key: "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "v1:abc"}
+    state = {
+        "deployment": {
+            "resources": [
+                {"type": "pulumi:pulumi:Stack", "outputs": {"applications": {"a": {}}}},
+                {"type": "pulumi:providers:kubernetes", "custom": True, "outputs": {"x": 1}},
+                {"type": "kiam:index:Kiam", "outputs": {"installed": {"agents": {"port": 8181}}}},
+                {"type": "kiam:index:Agent", "outputs": {"daemon_set": reference}},
+                {"type": "kiam:index:Tls", "outputs": {"keys": [secret]}},
+                {"type": "kubernetes:apps/v1:DaemonSet", "custom": True, "outputs": {"y": 2}},
+                {"type": "kiam:index:NamespacePermissions"},
+            ]
+        }
+    }
+    assert bench.component_outputs(state) == [
+        {"installed": {"agents": {"port": 8181}}},
+        {"daemon_set": reference["urn"]},
+        {"keys": ["v1:abc"]},
+        {},
+    ]

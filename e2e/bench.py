@@ -41,6 +41,7 @@ from e2e.harness.environment import Environment, write_stack_file
 from e2e.harness.pulumi import PulumiStack
 from e2e.harness.waiting import wait_for
 from e2e.tests.conftest import example_config
+from kiam_eks.contracts.tokens import STACK
 from kiam_eks.settings import SettingsError, settings_from_stack_file
 from tools.bench import compile_project
 from tools.scale_stack import scale_config
@@ -87,34 +88,28 @@ def terminating_pods(env: Environment) -> int:
     )
 
 
-def resource_counts(stack: PulumiStack) -> tuple[int, int]:
-    """How many Kubernetes resources and how many component resources the stack has (its
-    providers and the root stack left out): what the floor registers as many of."""
-    kubernetes = components = 0
-    for r in stack.resources():
-        kind = r["type"]
-        if kind.startswith("pulumi:providers") or kind == "pulumi:pulumi:Stack":
-            continue
-        if kind.startswith("kubernetes:"):
-            kubernetes += 1
-        elif not r.get("custom"):
-            components += 1
-    return kubernetes, components
+def resource_counts(resources: list[dict[str, Any]]) -> tuple[int, int]:
+    """How many Kubernetes resources and how many component resources a stack's exported
+    resources (`PulumiStack.resources`) hold (its providers and the root stack left out): what
+    the floor registers as many of."""
+    kubernetes = sum(
+        1 for r in resources if r.get("custom") and r["type"].startswith("kubernetes:")
+    )
+    return kubernetes, len(_components(resources))
 
 
-def component_outputs(state: dict[str, Any]) -> list[dict[str, Any]]:
-    """What each component resource of an exported checkpoint (`pulumi stack export`) records, in
-    the checkpoint's order, as plain values a floor can register: a resource reference or a
-    secret (a mapping holding the engine's signature key, pulumi/pulumi
-    sdk/go/common/resource/sig/sig.go `Key`, which the Python SDK names `_special_sig_key`)
-    becomes its URN or its ciphertext, one value as it is one to the engine's comparisons."""
-    recorded = []
-    for resource in state["deployment"].get("resources") or []:
-        kind = resource["type"]
-        if resource.get("custom") or kind == "pulumi:pulumi:Stack":
-            continue
-        recorded.append(_plain(resource.get("outputs") or {}))
-    return recorded
+def component_outputs(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What each component resource among a stack's exported resources records, in the
+    checkpoint's order, as plain values a floor can register: a resource reference or a secret (a
+    mapping holding the engine's signature key, pulumi/pulumi sdk/go/common/resource/sig/sig.go
+    `Key`, which the Python SDK names `_special_sig_key`) becomes its URN or its ciphertext, one
+    value as it is one to the engine's comparisons."""
+    return [_plain(r.get("outputs") or {}) for r in _components(resources)]
+
+
+def _components(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The component resources: neither a custom resource (a provider is one) nor the root stack."""
+    return [r for r in resources if not r.get("custom") and r["type"] != STACK]
 
 
 def _plain(value: Any) -> Any:
@@ -188,12 +183,13 @@ def main(argv: list[str] | None = None) -> int:
             kiam = env.stack(name)
             kiam.create(stack_file)
             kiam.up()
-            count, components = resource_counts(kiam)
+            resources = kiam.resources()
+            count, components = resource_counts(resources)
             outputs = root / "outputs.json"
             outputs.write_text(json.dumps(kiam.outputs()))
             outputs_size = outputs.stat().st_size
             recorded = root / "component-outputs.json"
-            recorded.write_text(json.dumps(component_outputs(kiam.export())))
+            recorded.write_text(json.dumps(component_outputs(resources)))
             recorded_size = recorded.stat().st_size
             kiam.destroy()
             settle()

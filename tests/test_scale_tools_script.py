@@ -259,20 +259,18 @@ def test_the_floor_with_outputs_records_what_each_component_of_the_benched_stack
         "urn": "urn:pulumi:scale::kiam::kiam:index:Agent$kubernetes:apps/v1:DaemonSet::kiam-agent",
     }
     secret = {rpc._special_sig_key: "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "v1:abc"}
-    state = {
-        "deployment": {
-            "resources": [
-                {"type": "pulumi:pulumi:Stack", "outputs": {"applications": {"a": {}}}},
-                {"type": "pulumi:providers:kubernetes", "custom": True, "outputs": {"x": 1}},
-                {"type": "kiam:index:Kiam", "outputs": {"installed": {"agents": {"port": 8181}}}},
-                {"type": "kiam:index:Agent", "outputs": {"daemon_set": reference}},
-                {"type": "kiam:index:Tls", "outputs": {"keys": [secret]}},
-                {"type": "kubernetes:apps/v1:DaemonSet", "custom": True, "outputs": {"y": 2}},
-                {"type": "kiam:index:NamespacePermissions"},
-            ]
-        }
-    }
-    assert bench.component_outputs(state) == [
+    resources: list[dict[str, Any]] = [
+        {"type": "pulumi:pulumi:Stack", "outputs": {"applications": {"a": {}}}},
+        {"type": "pulumi:providers:kubernetes", "custom": True, "outputs": {"x": 1}},
+        {"type": "kiam:index:Kiam", "outputs": {"installed": {"agents": {"port": 8181}}}},
+        {"type": "kiam:index:Agent", "outputs": {"daemon_set": reference}},
+        {"type": "kiam:index:Tls", "outputs": {"keys": [secret]}},
+        {"type": "kubernetes:apps/v1:DaemonSet", "custom": True, "outputs": {"y": 2}},
+        {"type": "kiam:index:NamespacePermissions"},
+    ]
+    # The floor registers as many of each kind as it records outputs for.
+    assert bench.resource_counts(resources) == (1, 4)
+    assert bench.component_outputs(resources) == [
         {"installed": {"agents": {"port": 8181}}},
         {"daemon_set": reference["urn"]},
         {"keys": ["v1:abc"]},

@@ -20,13 +20,14 @@ warning). Those stop the recovery with the lock, its age and the commands for a 
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from tools.proc_stat import CLOCK_TICKS_PER_SECOND, PROC, boot_time, read_stat
 
 # `checkForLock`'s first sentence, and each lock's line (`%v: created by %v@%v (pid %v) at %v`,
 # the time as RFC 3339).
@@ -92,33 +93,16 @@ class Process:
 ProcessTable = Callable[[int], Process | None]
 
 
-# A process in these states (the third field of /proc/PID/stat, proc(5)) has exited: a zombie
-# waits only for its parent to read its status. Seen on the real engine: a killed CLI whose
-# parent was killed too stayed a zombie (nothing reaped it), and its lock looked alive.
-EXITED = ("Z", "X", "x")
-
-
-def linux_process(pid: int, proc: Path = Path("/proc")) -> Process | None:
+def linux_process(pid: int, proc: Path = PROC) -> Process | None:
     """The running process with this pid from /proc (its command name and start time), or None
-    (no such process, or one that has exited and is not yet reaped). The start time is the 22nd
-    field of /proc/PID/stat in clock ticks since boot (proc(5)); boot time is /proc/stat's
-    `btime`."""
-    try:
-        stat = (proc / str(pid) / "stat").read_text()
-        boot = next(
-            int(line.split()[1])
-            for line in (proc / "stat").read_text().splitlines()
-            if line.startswith("btime ")
-        )
-    except (OSError, StopIteration, ValueError):
+    (no such process, or one that has exited and is not yet reaped: seen on the real engine, a
+    killed CLI whose parent was killed too stayed a zombie, nothing reaped it, and its lock looked
+    alive). Its start is counted from the machine's boot (tools/proc_stat.py)."""
+    stat, boot = read_stat(pid, proc), boot_time(proc)
+    if stat is None or boot is None or stat.exited:
         return None
-    name = stat[stat.index("(") + 1 : stat.rindex(")")]
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] in EXITED:
-        return None
-    ticks = int(fields[19])
-    started = boot + ticks / os.sysconf("SC_CLK_TCK")
-    return Process(name=name, started=datetime.fromtimestamp(started, UTC))
+    started = boot + stat.start_ticks / CLOCK_TICKS_PER_SECOND
+    return Process(name=stat.name, started=datetime.fromtimestamp(started, UTC))
 
 
 def owner_gone(

@@ -4,7 +4,9 @@ floor, a bare program registering as many plain ConfigMaps on the same cluster.
 For each program, `RUNS` times: `pulumi preview` of an empty stack, `pulumi up` (install), a
 second `pulumi preview` and `pulumi up` (nothing to change), `pulumi destroy`, the programs taking
 turns at each (`measure`); medians and their ratios are printed as the Markdown table
-`docs/performance.md` keeps.
+`docs/performance.md` keeps, and for the no-change steps the CPU each kind of process spent (the
+CLI, the program, the provider...: e2e/harness/process_cpu.py), which says whose work a
+difference between two programs is.
 
 With `--applications N [--namespaces M]` the stack is the scale stack of N applications over M
 team namespaces (`tools/scale_stack.py`) instead of the dev example stack: the cluster is shaped
@@ -31,6 +33,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ from pulumi.runtime import rpc
 
 from e2e.harness import toolchain
 from e2e.harness.environment import Environment, write_stack_file
+from e2e.harness.process_cpu import KINDS, cpu_by_kind
 from e2e.harness.pulumi import PulumiStack
 from e2e.harness.waiting import wait_for
 from e2e.tests.conftest import example_config
@@ -59,27 +63,63 @@ FLOOR_LABELS = {
 DEFAULT_NAMESPACES = 20
 
 
+Times = dict[str, dict[str, list[float]]]
+"""Each stack's seconds of each step, one per run."""
+Cpu = dict[str, dict[str, list[dict[str, float]]]]
+"""Each stack's CPU of each step, one per run: seconds by kind of process and `ALL_PROCESSES`."""
+ALL_PROCESSES = "all, exact"
+# The steps issue 39's target is about, whose CPU the bench prints by process.
+CPU_STEPS = ("preview (no change)", "up (no change)")
+
+
 def measure(
     stacks: dict[str, PulumiStack], runs: int, settle: Callable[[], None]
-) -> dict[str, dict[str, list[float]]]:
-    """Each stack's times of each step, `runs` rounds in which the stacks take turns at every
+) -> tuple[Times, Cpu]:
+    """Each stack's times of each step, and the CPU each kind of process spent on it
+    (e2e/harness/process_cpu.py), `runs` rounds in which the stacks take turns at every
     step: a load that drifts during the measurement (another process, the machine) falls on all
     of them alike, as in tools/bench.py. Each round installs every stack (its preview first),
     then times each installed stack's no-change preview and `up` in turn, so that no stack is
     timed right after its own install while the cluster still takes in what it created; then
     destroys them, and `settle` waits until no pod the destroys deleted is still terminating."""
-    times: dict[str, dict[str, list[float]]] = {n: {step: [] for step in STEPS} for n in stacks}
+    times: Times = {n: {step: [] for step in STEPS} for n in stacks}
+    cpu: Cpu = {n: {step: [] for step in STEPS} for n in stacks}
+
+    def timed(name: str, step: str, run: Callable[[], Any]) -> None:
+        with cpu_by_kind() as spent:
+            times[name][step].append(run().seconds)
+        cpu[name][step].append({**spent.by_kind(), ALL_PROCESSES: spent.total})
+
     for _ in range(runs):
         for name, stack in stacks.items():
-            times[name]["preview"].append(stack.preview().seconds)
-            times[name]["up"].append(stack.up().seconds)
+            timed(name, "preview", stack.preview)
+            timed(name, "up", stack.up)
         for name, stack in stacks.items():
-            times[name]["preview (no change)"].append(stack.preview("--expect-no-changes").seconds)
-            times[name]["up (no change)"].append(stack.up("--expect-no-changes").seconds)
+            timed(name, "preview (no change)", partial(stack.preview, "--expect-no-changes"))
+            timed(name, "up (no change)", partial(stack.up, "--expect-no-changes"))
         for name, stack in stacks.items():
-            times[name]["destroy"].append(stack.destroy().seconds)
+            timed(name, "destroy", stack.destroy)
         settle()
-    return times
+    return times, cpu
+
+
+def cpu_table(cpu: Cpu, columns: list[tuple[str, str]]) -> list[str]:
+    """The Markdown table of the median CPU each kind of process spent on each of `CPU_STEPS`,
+    one column per (stack, label); a kind no stack spent anything on is left out."""
+    lines = [
+        f"| step | process | {' | '.join(label for _, label in columns)} |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for step in CPU_STEPS:
+        for kind in (*KINDS, ALL_PROCESSES):
+            medians = [
+                statistics.median(run.get(kind, 0.0) for run in cpu[name][step])
+                for name, _ in columns
+            ]
+            if kind == ALL_PROCESSES or any(m > 0 for m in medians):
+                cells = " | ".join(f"{m:.2f}" for m in medians)
+                lines.append(f"| `{step}` | {kind} | {cells} |")
+    return lines
 
 
 def terminating_pods(env: Environment) -> int:
@@ -204,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 for key, exported, by_token in FLOORS
             }
-            results = measure({"kiam": kiam, **floors}, args.runs, settle)
+            results, cpu = measure({"kiam": kiam, **floors}, args.runs, settle)
         finally:
             env.stop()
     print(
@@ -223,6 +263,13 @@ def main(argv: list[str] | None = None) -> int:
             for floor in (statistics.median(results[key][step]) for key, _, _ in FLOORS)
         )
         print(f"| `{step}` | {ours:.2f} | {cells} |")
+    print(
+        "\nCPU seconds of each no-change step by process, median of the runs (each process "
+        "sampled from /proc, a lower bound; the whole command's tree exact, "
+        "e2e/harness/process_cpu.py):\n"
+    )
+    columns = [("kiam", label)] + [(key, FLOOR_LABELS[key]) for key, _, _ in FLOORS]
+    print("\n".join(cpu_table(cpu, columns)))
     print("\nEach run, seconds:")
     for key, steps in results.items():
         print(

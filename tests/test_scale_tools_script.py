@@ -17,6 +17,7 @@ from pulumi.runtime import rpc
 from e2e import bench, scale_tools
 from e2e.harness import toolchain
 from e2e.harness.app_pods import Workload
+from e2e.harness.process_cpu import CLI, KINDS, PROGRAM
 from kiam_eks.contracts.labels import ROLE_ANNOTATION
 from kiam_eks.contracts.pulumi_config import MAX_ARG_STRLEN, config_environment_bytes
 from tools.scale_stack import scale_config
@@ -212,7 +213,7 @@ class _Timed:
 def test_the_bench_times_no_change_steps_with_every_stack_installed_taking_turns() -> None:
     log: list[str] = []
     stacks: dict[str, Any] = {name: _Timed(name, log) for name in ("kiam", "floor")}
-    times = bench.measure(stacks, 1, lambda: log.append("settle"))
+    times, cpu = bench.measure(stacks, 1, lambda: log.append("settle"))
     assert [entry.strip() for entry in log] == [
         "kiam preview", "kiam up", "floor preview", "floor up",
         "kiam preview --expect-no-changes", "kiam up --expect-no-changes",
@@ -223,6 +224,45 @@ def test_the_bench_times_no_change_steps_with_every_stack_installed_taking_turns
         "preview": [3.0], "up": [4.0], "preview (no change)": [7.0], "up (no change)": [8.0],
         "destroy": [10.0],
     }  # fmt: skip
+    # Every step's CPU, one entry per run, by kind of process and in all (these stand-ins start
+    # no process, so each is zero).
+    assert list(cpu["kiam"]) == list(bench.STEPS)
+    assert cpu["kiam"]["up (no change)"] == [
+        {**{kind: 0.0 for kind in KINDS}, bench.ALL_PROCESSES: 0.0}
+    ]
+
+
+def test_the_cpu_table_gives_medians_by_process_for_the_no_change_steps() -> None:
+    def runs(*values: dict[str, float]) -> list[dict[str, float]]:
+        return list(values)
+
+    none: dict[str, float] = {}
+    cpu: bench.Cpu = {
+        "kiam": {
+            "preview (no change)": runs(
+                {CLI: 1.5, PROGRAM: 1.25, bench.ALL_PROCESSES: 3.0},
+                {CLI: 1.0, PROGRAM: 1.0, bench.ALL_PROCESSES: 2.5},
+                {CLI: 2.0, PROGRAM: 2.0, bench.ALL_PROCESSES: 4.0},
+            ),
+            "up (no change)": runs(none, none, {CLI: 9.0}),
+        },
+        "floor": {
+            "preview (no change)": runs(
+                {CLI: 0.5, bench.ALL_PROCESSES: 1.0},
+                {CLI: 0.75, bench.ALL_PROCESSES: 1.5},
+                {CLI: 0.25, bench.ALL_PROCESSES: 0.5},
+            ),
+            "up (no change)": runs(none, none, none),
+        },
+    }
+    assert bench.cpu_table(cpu, [("kiam", "scale stack"), ("floor", "floor")]) == [
+        "| step | process | scale stack | floor |",
+        "|---|---|---|---|",
+        "| `preview (no change)` | the CLI | 1.50 | 0.50 |",
+        "| `preview (no change)` | the program | 1.25 | 0.00 |",
+        "| `preview (no change)` | all, exact | 3.00 | 1.00 |",
+        "| `up (no change)` | all, exact | 0.00 | 0.00 |",
+    ]
 
 
 def test_a_failed_pulumi_step_keeps_its_time() -> None:

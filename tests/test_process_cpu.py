@@ -89,7 +89,7 @@ def test_read_stat_reads_cpu_and_parent_by_field(tmp_path: Path) -> None:
 def test_a_child_run_in_the_block_is_counted_sampled_and_exactly() -> None:
     with cpu_by_kind() as found:
         subprocess.run(
-            [sys.executable, "-c", BURNER, "0.6", "0.2"], check=True, capture_output=True
+            [sys.executable, "-c", BURNER, "0.6", "0.5"], check=True, capture_output=True
         )
     # Exact: the waited-for child's whole CPU (its interpreter's start included).
     assert 0.6 <= found.total < 3.0

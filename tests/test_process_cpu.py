@@ -10,6 +10,7 @@ from pathlib import Path
 
 from e2e.harness.process_cpu import (
     CLI,
+    INTERVAL_SECONDS,
     LANGUAGE_HOST,
     OTHER,
     PIP,
@@ -113,4 +114,23 @@ def test_what_a_running_process_spent_before_the_block_is_left_out() -> None:
         assert found.total == 0.0  # nothing was waited for
     finally:
         child.kill()
+        child.wait()
+
+
+def test_a_child_that_exited_unreaped_counts_all_it_spent() -> None:
+    """Its parent has not waited for it yet, so only its exited stat line can say what it spent."""
+    with cpu_by_kind() as found:
+        child = subprocess.Popen([sys.executable, "-c", BURNER, "0.4", "0"])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            stat = read_stat(child.pid)
+            if stat is not None and stat.exited:
+                break
+            time.sleep(0.01)
+        time.sleep(3 * INTERVAL_SECONDS)  # sampled at least once since it exited
+    try:
+        assert found.kind(child.pid) == OTHER
+        assert found.by_kind()[OTHER] >= 0.4
+        assert found.total == 0.0  # not waited for in the block
+    finally:
         child.wait()

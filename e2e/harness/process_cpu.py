@@ -5,11 +5,12 @@ language host, the program, the language host's `pip`, a resource provider.
 programs is in (on a machine of two cores, the engine, the program and the provider compete for
 them). While a block runs, a thread reads `/proc/PID/stat` (tools/proc_stat.py) of every
 descendant of this process every `INTERVAL_SECONDS`; each process counts the CPU it spent
-between the block's start (or its own) and its last sample. A process that exits loses at most
-its last interval, so the sampled parts are a lower bound; `total` is exact: the CPU of every
-child process waited for during the block (`getrusage(RUSAGE_CHILDREN)`, which holds the
-descendants of each as long as every one between waited for its own: getrusage(2)), which for a
-command run in the foreground is its whole process tree. The control plane is in neither: kwokctl
+between the block's start (or its own) and its last sample, the one after it exited if its parent
+had not reaped it yet. A process reaped at once loses at most its last interval, so the sampled
+parts are a lower bound; `total` is exact: the CPU of every child process waited for during the
+block (`getrusage(RUSAGE_CHILDREN)`, which holds the descendants of each as long as every one
+between waited for its own: getrusage(2)), which for a command run in the foreground is its
+whole process tree. The control plane is in neither: kwokctl
 starts each of its components in a session of its own and exits (sigs.k8s.io/kwok v0.8.0
 pkg/utils/exec/cmd_other.go `startProcess`), so they are no descendants of this process.
 """
@@ -109,9 +110,12 @@ def _sample(root: int, into: CpuByKind, *, before_block: bool, proc: Path) -> No
     stats = {pid: stat for pid in all_pids(proc) if (stat := read_stat(pid, proc)) is not None}
     for pid in descendants(root, {pid: stat.parent for pid, stat in stats.items()}):
         stat = stats[pid]
-        if stat.exited:
-            continue
-        kind = into.kind(pid) or kind_of(command_line(pid, proc))
+        kind = into.kind(pid)
+        if kind is None:
+            if stat.exited:
+                continue  # gone before its command line was read: its kind is unknown
+            kind = kind_of(command_line(pid, proc))
+        # An exited process not yet reaped still reports all the CPU it spent (proc(5)).
         into.seen(pid, kind, stat.cpu_seconds, before_block=before_block)
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -18,10 +19,9 @@ from e2e.harness.process_cpu import (
     PROVIDER,
     CpuByKind,
     cpu_by_kind,
-    descendants,
     kind_of,
 )
-from tools.proc_stat import CLOCK_TICKS_PER_SECOND, read_stat
+from tools.proc_stat import CLOCK_TICKS_PER_SECOND, descendants, parents, read_stat
 
 # A child that spends about `burn` seconds of CPU, says so on stdout, then sleeps `rest` seconds.
 BURNER = """
@@ -51,10 +51,24 @@ def test_each_process_of_a_pulumi_command_has_its_kind() -> None:
 
 
 def test_descendants_are_the_whole_subtree_and_nothing_else() -> None:
-    parents = {10: 1, 11: 10, 12: 11, 13: 10, 20: 1, 21: 20}
-    assert descendants(10, parents) == {11, 12, 13}
-    assert descendants(12, parents) == set()
-    assert descendants(1, parents) == {10, 11, 12, 13, 20, 21}
+    tree = {10: 1, 11: 10, 12: 11, 13: 10, 20: 1, 21: 20}
+    # Nearest first, each generation before the next (a tree killed in this order loses its
+    # parents before they can start anything more).
+    assert descendants(10, tree) == [11, 13, 12]
+    assert descendants(12, tree) == []
+    assert descendants(1, tree) == [10, 20, 11, 13, 21, 12]
+
+
+def test_parents_and_descendants_read_the_live_tree() -> None:
+    child = subprocess.Popen([sys.executable, "-c", BURNER, "0", "30"], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"burnt\n"
+        live = parents()
+        assert live[child.pid] == os.getpid()
+        assert child.pid in descendants(os.getpid(), live)
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_process_counts_only_what_it_spent_during_the_block() -> None:

@@ -5,13 +5,15 @@ the last `)` (it may itself hold spaces and parentheses), and the fields after i
 the third, the state. The times are in clock ticks (`sysconf(_SC_CLK_TCK)`): the CPU the process
 spent in user and in kernel mode (fields 14 and 15), and its start since boot (field 22).
 
-Two readers: whether a lock's owner still runs (tools/interrupted/locks.py) and how much CPU each
-process of a timed command spent (e2e/harness/process_cpu.py).
+Its readers: whether a lock's owner still runs (tools/interrupted/locks.py), how much CPU each
+process of a timed command spent (e2e/harness/process_cpu.py), and the whole tree of a process
+the real-engine tests kill (e2e/tests/test_interrupted.py).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +29,6 @@ EXITED_STATES = ("Z", "X", "x")
 class ProcStat:
     """The fields of one process's stat line the readers use."""
 
-    pid: int
     name: str
     state: str
     parent: int
@@ -53,7 +54,6 @@ def read_stat(pid: int, proc: Path = PROC) -> ProcStat | None:
     try:
         fields = line[line.rindex(")") + 2 :].split()
         return ProcStat(
-            pid=pid,
             name=line[line.index("(") + 1 : line.rindex(")")],
             state=fields[0],
             parent=int(fields[1]),
@@ -88,3 +88,23 @@ def command_line(pid: int, proc: Path = PROC) -> list[str]:
 
 def all_pids(proc: Path = PROC) -> list[int]:
     return [int(entry.name) for entry in proc.iterdir() if entry.name.isdigit()]
+
+
+def parents(proc: Path = PROC) -> dict[int, int]:
+    """Every process's parent pid (field 4), by pid."""
+    stats = {pid: read_stat(pid, proc) for pid in all_pids(proc)}
+    return {pid: stat.parent for pid, stat in stats.items() if stat is not None}
+
+
+def descendants(root: int, parent_of: Mapping[int, int]) -> list[int]:
+    """Every process below `root` in the tree `parent_of` (pid to parent pid) describes, nearest
+    first: each generation before the next."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in parent_of.items():
+        children.setdefault(parent, []).append(pid)
+    found: list[int] = []
+    generation = children.get(root, [])
+    while generation:
+        found += generation
+        generation = [child for pid in generation for child in children.get(pid, [])]
+    return found

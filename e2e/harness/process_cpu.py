@@ -10,9 +10,9 @@ had not reaped it yet. A process reaped at once loses at most its last interval,
 parts are a lower bound; `total` is exact: the CPU of every child process waited for during the
 block (`getrusage(RUSAGE_CHILDREN)`, which holds the descendants of each as long as every one
 between waited for its own: getrusage(2)), which for a command run in the foreground is its
-whole process tree. The control plane is in neither: kwokctl
-starts each of its components in a session of its own and exits (sigs.k8s.io/kwok v0.8.0
-pkg/utils/exec/cmd_other.go `startProcess`), so they are no descendants of this process.
+whole process tree. The control plane is in neither: kwokctl starts each of its components in a
+session of its own and exits (sigs.k8s.io/kwok v0.8.0 pkg/utils/exec/cmd_other.go
+`startProcess`), so they are no descendants of this process.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 import resource
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tools.proc_stat import PROC, all_pids, command_line, read_stat
+from tools.proc_stat import PROC, all_pids, command_line, descendants, read_stat
 
 INTERVAL_SECONDS = 0.05
 
@@ -60,21 +60,6 @@ def kind_of(arguments: list[str]) -> str:
     if binary.startswith("python") and "pip" in arguments[1:4]:
         return PIP
     return OTHER
-
-
-def descendants(root: int, parents: Mapping[int, int]) -> set[int]:
-    """Every process below `root` in the tree `parents` (pid to parent pid) describes."""
-    children: dict[int, list[int]] = {}
-    for pid, parent in parents.items():
-        children.setdefault(parent, []).append(pid)
-    found: set[int] = set()
-    pending = list(children.get(root, []))
-    while pending:
-        pid = pending.pop()
-        if pid not in found:
-            found.add(pid)
-            pending.extend(children.get(pid, []))
-    return found
 
 
 class CpuByKind:

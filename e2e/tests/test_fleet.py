@@ -35,6 +35,7 @@ from e2e.tests.conftest import (
     with_changes,
 )
 from kiam_eks.contracts.labels import selector_labels
+from tools.proc_stat import command_line
 
 BUMPED_IMAGE = "quay.io/uswitch/kiam:v4.2-fleet"
 STACKS = ("fleet-a", "fleet-b", "fleet-c")
@@ -172,9 +173,12 @@ def rss_report(root: Path) -> str:
     for pid in pids:
         try:
             status = Path(f"/proc/{pid}/status").read_text()
-            binary = Path(Path(f"/proc/{pid}/cmdline").read_text().split("\0")[0]).name
+            arguments = command_line(int(pid))
         except OSError:
             continue
+        if not arguments:
+            continue  # gone meanwhile
+        binary = Path(arguments[0]).name
         kib = next((int(x.split()[1]) for x in status.splitlines() if x.startswith("VmRSS:")), 0)
         by_binary[binary] = by_binary.get(binary, 0) + kib / 1024
     parts = ", ".join(f"{b} {mib:.0f}" for b, mib in sorted(by_binary.items(), key=lambda i: -i[1]))

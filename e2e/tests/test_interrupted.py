@@ -66,6 +66,7 @@ from e2e.tests.conftest import (
     with_changes,
 )
 from kiam_eks.contracts.labels import NODE_GROUP_LABEL
+from tools import proc_stat
 
 STACK = "interrupted"
 NAMESPACE = "kiam"
@@ -98,21 +99,7 @@ def wait_for(what: str, condition: Callable[[], bool], seconds: float = DEADLINE
 
 def descendants(root: int) -> list[int]:
     """`root` and every process below it (from /proc's parent pids), leaves last."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-        children.setdefault(parent, []).append(int(entry.name))
-    found, frontier = [root], [root]
-    while frontier:
-        frontier = [c for p in frontier for c in children.get(p, [])]
-        found += frontier
-    return found
+    return [root, *proc_stat.descendants(root, proc_stat.parents())]
 
 
 def kill_tree(root: int) -> list[int]:
